@@ -1,0 +1,10 @@
+"""Every primitive family; importing this package registers them all."""
+
+from funcgrad.core.prims import (  # noqa: F401
+    dot,
+    elementwise,
+    indexing,
+    reductions,
+    sorting,
+    structural,
+)

@@ -1,0 +1,154 @@
+"""dot_general: contraction of two tensors over chosen axes, with shared batch axes.
+
+``dimension_numbers = ((lhs_contract, rhs_contract), (lhs_batch, rhs_batch))``; the result
+has the batch axes, then lhs's free axes, then rhs's free axes (as XLA's DotGeneral).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from funcgrad.core import dtypes
+from funcgrad.core.abstract import ShapedArray
+from funcgrad.core.primitive import Primitive, is_undefined
+from funcgrad.core.prims.structural import moveaxis, transpose
+
+dot_general_p = Primitive("dot_general", linear=True)
+
+
+def _free(ndim, contract, batch):
+    return [i for i in range(ndim) if i not in contract and i not in batch]
+
+
+def _dot_rule(lhs, rhs, *, dimension_numbers, preferred_element_type=None):
+    (lc, rc), (lb, rb) = dimension_numbers
+    if len(lc) != len(rc) or len(lb) != len(rb):
+        raise ValueError(f"dot_general: dimension numbers {dimension_numbers} pair up unequal "
+                         "numbers of axes")
+    for name, x, axes in (("lhs", lhs, lc + lb), ("rhs", rhs, rc + rb)):
+        if any(not 0 <= a < x.ndim for a in axes) or len(set(axes)) != len(axes):
+            raise ValueError(f"dot_general: {name} axes {axes} invalid for shape {x.shape}")
+    for a, b in zip(lc, rc):
+        if lhs.shape[a] != rhs.shape[b]:
+            raise ValueError(f"dot_general: shapes {lhs.shape} and {rhs.shape} do not align: "
+                             f"contracting axis {a} has size {lhs.shape[a]}, axis {b} has "
+                             f"{rhs.shape[b]} ({lhs.shape[a]} != {rhs.shape[b]})")
+    for a, b in zip(lb, rb):
+        if lhs.shape[a] != rhs.shape[b]:
+            raise ValueError(f"dot_general: batch axes of shapes {lhs.shape} and {rhs.shape} "
+                             f"differ ({lhs.shape[a]} != {rhs.shape[b]})")
+    if lhs.dtype != rhs.dtype:
+        raise TypeError(f"dot_general: dtypes {lhs.dtype.name} and {rhs.dtype.name} differ")
+    shape = (tuple(lhs.shape[a] for a in lb)
+             + tuple(lhs.shape[a] for a in _free(lhs.ndim, lc, lb))
+             + tuple(rhs.shape[a] for a in _free(rhs.ndim, rc, rb)))
+    dtype = lhs.dtype if preferred_element_type is None else preferred_element_type
+    return ShapedArray(shape, dtype, lhs.weak_type and rhs.weak_type)
+
+
+def _dot_impl(lhs, rhs, *, dimension_numbers, preferred_element_type=None):
+    (lc, rc), (lb, rb) = dimension_numbers
+    out_dtype = lhs.dtype if preferred_element_type is None else preferred_element_type
+    if not lb and lc == (lhs.ndim - 1,) and rc == (0,) and rhs.ndim <= 2 and lhs.ndim <= 2:
+        out = np.matmul(lhs, rhs) if lhs.ndim and rhs.ndim else lhs * rhs
+        return np.asarray(out).astype(out_dtype, copy=False)
+    lf, rf = _free(lhs.ndim, lc, lb), _free(rhs.ndim, rc, rb)
+    size = lambda x, axes: int(np.prod([x.shape[a] for a in axes], dtype=np.int64))
+    batch_shape = tuple(lhs.shape[a] for a in lb)
+    a = np.transpose(lhs, (*lb, *lf, *lc)).reshape(size(lhs, lb), size(lhs, lf), size(lhs, lc))
+    b = np.transpose(rhs, (*rb, *rc, *rf)).reshape(size(rhs, rb), size(rhs, rc), size(rhs, rf))
+    out = np.matmul(a, b)
+    shape = batch_shape + tuple(lhs.shape[i] for i in lf) + tuple(rhs.shape[i] for i in rf)
+    return out.reshape(shape).astype(out_dtype, copy=False)
+
+
+def _ranges_like(*lists):
+    start = 0
+    for xs in lists:
+        yield list(range(start, start + len(xs)))
+        start += len(xs)
+
+
+def _transpose_lhs(ct, x_aval, y, dimension_numbers, swap_ans=False):
+    (xc, yc), (xb, yb) = dimension_numbers
+    x_kept = _free(x_aval.ndim, xc, xb)
+    y_kept = _free(y.ndim, yc, yb)
+    if swap_ans:
+        ans_batch, ans_y, _ = _ranges_like(xb, y_kept, x_kept)
+    else:
+        ans_batch, _, ans_y = _ranges_like(xb, x_kept, y_kept)
+    dims = ((tuple(ans_y), tuple(y_kept)), (tuple(ans_batch), tuple(yb)))
+    x_contract_by_y = [xc[i] for i in np.argsort(yc)]
+    out_axes = np.argsort(list(xb) + x_kept + x_contract_by_y)
+    return transpose(dot_general(ct, y, dims), tuple(int(a) for a in out_axes))
+
+
+def _dot_transpose(ct, lhs, rhs, *, dimension_numbers, preferred_element_type=None):
+    if is_undefined(lhs) and is_undefined(rhs):
+        raise TypeError("dot_general: transpose of a product of two linear values")
+    if ct is None:
+        return [None, None]
+    (lc, rc), (lb, rb) = dimension_numbers
+    if is_undefined(lhs):
+        out = _transpose_lhs(ct, lhs.aval, rhs, dimension_numbers)
+        return [_cast(out, lhs.aval.dtype), None]
+    swapped = ((rc, lc), (rb, lb))
+    out = _transpose_lhs(ct, rhs.aval, lhs, swapped, swap_ans=True)
+    return [None, _cast(out, rhs.aval.dtype)]
+
+
+def _cast(x, dtype):
+    from funcgrad.core.prims.elementwise import convert_element_type
+
+    return convert_element_type(x, dtype)
+
+
+def _dot_jvp(primals, tangents, **params):
+    lhs, rhs = primals
+    glhs, grhs = tangents
+    out = dot_general_p.bind(lhs, rhs, **params)
+    total = None
+    if glhs is not None:
+        total = dot_general_p.bind(glhs, rhs, **params)
+    if grhs is not None:
+        term = dot_general_p.bind(lhs, grhs, **params)
+        total = term if total is None else total + term
+    return out, total
+
+
+def _dot_batch(axis_size, args, dims, *, dimension_numbers, preferred_element_type=None):
+    lhs, rhs = args
+    ld, rd = dims
+    (lc, rc), (lb, rb) = dimension_numbers
+    shift = lambda axes: tuple(a + 1 for a in axes)
+    params = dict(preferred_element_type=preferred_element_type)
+    if ld is not None and rd is not None:
+        lhs, rhs = moveaxis(lhs, ld, 0), moveaxis(rhs, rd, 0)
+        numbers = ((shift(lc), shift(rc)), ((0, *shift(lb)), (0, *shift(rb))))
+        return dot_general_p.bind(lhs, rhs, dimension_numbers=numbers, **params), 0
+    if ld is not None:
+        lhs = moveaxis(lhs, ld, 0)
+        numbers = ((shift(lc), rc), (shift(lb), rb))
+        return dot_general_p.bind(lhs, rhs, dimension_numbers=numbers, **params), len(lb)
+    rhs = moveaxis(rhs, rd, 0)
+    numbers = ((lc, shift(rc)), (lb, shift(rb)))
+    lhs_free = lhs.ndim - len(lc) - len(lb)
+    return (dot_general_p.bind(lhs, rhs, dimension_numbers=numbers, **params),
+            len(lb) + lhs_free)
+
+
+dot_general_p.impl = _dot_impl
+dot_general_p.abstract_eval = _dot_rule
+dot_general_p.jvp = _dot_jvp
+dot_general_p.transpose = _dot_transpose
+dot_general_p.batch = _dot_batch
+
+
+def dot_general(lhs, rhs, dimension_numbers, preferred_element_type=None):
+    (lc, rc), (lb, rb) = dimension_numbers
+    numbers = ((tuple(int(a) for a in lc), tuple(int(a) for a in rc)),
+               (tuple(int(a) for a in lb), tuple(int(a) for a in rb)))
+    if preferred_element_type is not None:
+        preferred_element_type = dtypes.canonicalize(preferred_element_type)
+    return dot_general_p.bind(lhs, rhs, dimension_numbers=numbers,
+                              preferred_element_type=preferred_element_type)

@@ -1,0 +1,639 @@
+"""Elementwise primitives: one table row per operation, with its NumPy impl and rules.
+
+Operands of an elementwise primitive have one shape and one dtype (the NumPy layer
+broadcasts and promotes first).  Derivative rules use Tensor operators and the wrappers
+below, so they are differentiable again.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from funcgrad.core import dtypes
+from funcgrad.core.abstract import ShapedArray
+from funcgrad.core.primitive import Primitive, is_undefined
+
+_ERRSTATE = dict(all="ignore")
+
+
+def _quiet(fn):
+    """NumPy impl that returns inf/nan like a compiled kernel instead of warning."""
+
+    def impl(*args):
+        with np.errstate(**_ERRSTATE):
+            return fn(*args)
+
+    impl.__name__ = getattr(fn, "__name__", "impl")
+    return impl
+
+
+# --- shape/dtype rules ----------------------------------------------------------------
+
+
+def _same_shape_and_dtype(name, avals):
+    first = avals[0]
+    for other in avals[1:]:
+        if other.shape != first.shape:
+            raise ValueError(f"{name}: operand shapes {first.shape} and {other.shape} differ "
+                             "(elementwise primitives need equal shapes; broadcast first)")
+        if other.dtype != first.dtype:
+            raise TypeError(f"{name}: operand dtypes {first.dtype.name} and "
+                            f"{other.dtype.name} differ (convert first)")
+    return first
+
+
+def _check_kind(name, dtype, kinds):
+    if kinds is not None and not _dtype_in(dtype, kinds):
+        allowed = {"f": "floating", "c": "complex", "i": "signed integer",
+                   "u": "unsigned integer", "b": "bool"}
+        raise TypeError(f"{name}: dtype {dtype.name} not supported; expected "
+                        f"{' or '.join(allowed[k] for k in kinds)}")
+
+
+def _dtype_in(dtype, kinds) -> bool:
+    kind = "f" if dtype == dtypes.bfloat16 else dtype.kind
+    return kind in kinds
+
+
+def _elementwise_rule(name, kinds, out_dtype):
+    def rule(*avals, **params):
+        first = _same_shape_and_dtype(name, avals)
+        _check_kind(name, first.dtype, kinds)
+        dtype = first.dtype if out_dtype is None else out_dtype(first.dtype)
+        weak = all(a.weak_type for a in avals) and out_dtype is None
+        return ShapedArray(first.shape, dtype, weak)
+
+    return rule
+
+
+def _elementwise_batch(prim):
+    def rule(axis_size, args, dims, **params):
+        from funcgrad.core.prims.structural import broadcast_in_dim, moveaxis
+
+        target = next(d for d in dims if d is not None)
+        moved = []
+        for x, d in zip(args, dims):
+            if d is None:
+                shape = list(x.shape)
+                shape.insert(target, axis_size)
+                keep = tuple(i for i in range(len(shape)) if i != target)
+                x = broadcast_in_dim(x, tuple(shape), keep)
+            elif d != target:
+                x = moveaxis(x, d, target)
+            moved.append(x)
+        return prim.bind(*moved, **params), target
+
+    return rule
+
+
+FLOAT, COMPLEX, INT, UINT, BOOL = "f", "c", "i", "u", "b"
+INEXACT = FLOAT + COMPLEX
+NUMBER = INEXACT + INT + UINT
+INTEGRAL = INT + UINT + BOOL
+ANY = NUMBER + BOOL
+
+
+def _declare(name, impl, arity, kinds, out_dtype=None, *, linear=False, differentiable=True):
+    prim = Primitive(name, linear=linear, keeps_weak=out_dtype is None,
+                     differentiable=differentiable)
+    prim.impl = impl
+    prim.abstract_eval = _elementwise_rule(name, kinds, out_dtype)
+    prim.batch = _elementwise_batch(prim)
+    prim.arity = arity
+    return prim
+
+
+def _jvp_from_partials(prim, partials):
+    """JVP from one rule per argument: ``rule(g, *primals, out)`` is g times d out/d arg."""
+
+    def jvp(primals, tangents, **params):
+        out = prim.bind(*primals, **params)
+        total = None
+        for rule, g in zip(partials, tangents):
+            if g is None or rule is None:
+                continue
+            term = rule(g, *primals, out)
+            total = term if total is None else total + term
+        return out, total
+
+    return jvp
+
+
+def _zero_jvp(prim):
+    def jvp(primals, tangents, **params):
+        return prim.bind(*primals, **params), None
+
+    return jvp
+
+
+def unary(name, impl, kinds, jvp=None, *, out_dtype=None, linear=False):
+    """Declare a one-operand elementwise primitive; ``jvp(g, x, out)`` its derivative.
+
+    ``jvp="zero"`` marks a piecewise-constant op (floor, sign): its tangent is zero.
+    """
+    prim = _declare(name, impl, 1, kinds, out_dtype, linear=linear,
+                    differentiable=jvp is not None)
+    if jvp == "zero" or jvp is None:
+        prim.jvp = _zero_jvp(prim)
+    else:
+        prim.jvp = _jvp_from_partials(prim, [jvp])
+    return prim
+
+
+def binary(name, impl, kinds, jvp=None, *, out_dtype=None, linear=False):
+    """Declare a two-operand elementwise primitive; ``jvp`` is a pair of partial rules."""
+    prim = _declare(name, impl, 2, kinds, out_dtype, linear=linear,
+                    differentiable=jvp is not None)
+    if jvp == "zero" or jvp is None:
+        prim.jvp = _zero_jvp(prim)
+    else:
+        prim.jvp = _jvp_from_partials(prim, jvp)
+    return prim
+
+
+def _to_bool(dtype):
+    return dtypes.bool_
+
+
+def _to_real(dtype):
+    return dtypes.real_dtype(dtype)
+
+
+# --- integer division with C semantics (as compiled code does) ------------------------
+
+
+def _div_impl(x, y):
+    with np.errstate(all="ignore"):
+        if x.dtype.kind in "iu":
+            safe = np.where(y == 0, 1, y).astype(x.dtype)
+            q = np.floor_divide(x, safe)
+            fix = (np.remainder(x, safe) != 0) & ((x < 0) != (safe < 0))
+            return np.where(y == 0, 0, q + fix.astype(x.dtype)).astype(x.dtype)
+        return np.true_divide(x, y)
+
+
+def _rem_impl(x, y):
+    with np.errstate(all="ignore"):
+        if x.dtype.kind in "iu":
+            safe = np.where(y == 0, 1, y).astype(x.dtype)
+            return np.where(y == 0, 0, np.fmod(x, safe)).astype(x.dtype)
+        return np.fmod(x, y)
+
+
+def _pow_impl(x, y):
+    with np.errstate(all="ignore"):
+        if x.dtype.kind in "iu":
+            neg = y < 0
+            safe = np.where(neg, 0, y).astype(y.dtype)
+            out = np.power(x, safe)
+            # x ** negative is 0 for integers except 1 ** n = 1 and (-1) ** n = +-1
+            odd = (np.abs(y) % 2) == 1
+            special = np.where(x == 1, 1, np.where(x == -1, np.where(odd, -1, 1), 0))
+            return np.where(neg, special, out).astype(x.dtype)
+        return np.power(x, y)
+
+
+def _shift_right_logical_impl(x, y):
+    bits = x.dtype.itemsize * 8
+    unsigned = x.view(np.dtype(f"u{x.dtype.itemsize}"))
+    shifted = np.right_shift(unsigned, np.minimum(y, bits - 1).astype(unsigned.dtype))
+    return np.where(y >= bits, 0, shifted).astype(unsigned.dtype).view(x.dtype)
+
+
+def _shift_left_impl(x, y):
+    bits = x.dtype.itemsize * 8
+    return np.where(y >= bits, 0, np.left_shift(x, np.minimum(y, bits - 1).astype(x.dtype))
+                    ).astype(x.dtype)
+
+
+def _shift_right_arithmetic_impl(x, y):
+    bits = x.dtype.itemsize * 8
+    return np.right_shift(x, np.minimum(y, bits - 1).astype(x.dtype)).astype(x.dtype)
+
+
+def _not_impl(x):
+    return np.logical_not(x) if x.dtype == np.bool_ else np.invert(x)
+
+
+def _round_impl(x):
+    return np.round(x)
+
+
+def _erf_impl(x):
+    return _erf_numpy(x)
+
+
+def _erf_numpy(x):
+    """erf to float64 accuracy (Numerical Recipes' erfc Chebyshev fit, |err| < 1.2e-16 rel).
+
+    NumPy has no erf; math.erf per element is too slow for tensors.
+    """
+    x64 = np.asarray(x, dtype=np.float64)
+    z = np.abs(x64)
+    t = 2.0 / (2.0 + z)
+    ty = 4.0 * t - 2.0
+    d, dd = 0.0, 0.0
+    for c in _ERFC_COEFFS[:0:-1]:
+        d, dd = ty * d - dd + c, d
+    erfc = t * np.exp(-z * z + 0.5 * (_ERFC_COEFFS[0] + ty * d) - dd)
+    out = np.where(x64 >= 0, 1.0 - erfc, erfc - 1.0)
+    return out.astype(x.dtype)
+
+
+_ERFC_COEFFS = (
+    -1.3026537197817094, 6.4196979235649026e-1, 1.9476473204185836e-2,
+    -9.561514786808631e-3, -9.46595344482036e-4, 3.66839497852761e-4,
+    4.2523324806907e-5, -2.0278578112534e-5, -1.624290004647e-6,
+    1.303655835580e-6, 1.5626441722e-8, -8.5238095915e-8, 6.529054439e-9,
+    5.059343495e-9, -9.91364156e-10, -2.27365122e-10, 9.6467911e-11,
+    2.394038e-12, -6.886027e-12, 8.94487e-13, 3.13092e-13, -1.12708e-13,
+    3.81e-16, 7.106e-15, -1.523e-15, -9.4e-17, 1.21e-16, -2.8e-17,
+)
+
+
+def _erf_inv_impl(y):
+    """Inverse error function: a rational initial guess refined by Newton steps on erf."""
+    y64 = np.asarray(y, dtype=np.float64)
+    with np.errstate(all="ignore"):
+        w = -np.log((1.0 - y64) * (1.0 + y64))
+        x = np.where(w < 5.0, _erfinv_central(w - 2.5), _erfinv_tail(np.sqrt(w) - 3.0)) * y64
+        for _ in range(3):  # Newton: erf'(x) = 2/sqrt(pi) exp(-x^2)
+            err = _erf_numpy(x) - y64
+            x = x - err / (2.0 / math.sqrt(math.pi) * np.exp(-x * x))
+        x = np.where(y64 == 1.0, np.inf, np.where(y64 == -1.0, -np.inf, x))
+        x = np.where(np.abs(y64) > 1.0, np.nan, x)
+    return x.astype(y.dtype)
+
+
+def _horner(coeffs, w):
+    p = np.full_like(w, coeffs[0])
+    for c in coeffs[1:]:
+        p = p * w + c
+    return p
+
+
+def _erfinv_central(w):
+    return _horner((2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06,
+                    0.00021858087, -0.00125372503, -0.00417768164, 0.246640727,
+                    1.50140941), w)
+
+
+def _erfinv_tail(w):
+    return _horner((-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844,
+                    0.00573950773, -0.0076224613, 0.00943887047, 1.00167406,
+                    2.83297682), w)
+
+
+# --- the tables -----------------------------------------------------------------------
+# Partial derivative rules take (g, *primals, out) and return g * d(out)/d(arg).
+
+neg_p = unary("neg", np.negative, NUMBER, lambda g, x, out: -g, linear=True)
+sign_p = unary("sign", np.sign, NUMBER, "zero")
+floor_p = unary("floor", np.floor, FLOAT, "zero")
+ceil_p = unary("ceil", np.ceil, FLOAT, "zero")
+round_p = unary("round", _round_impl, FLOAT, "zero")
+is_finite_p = unary("is_finite", np.isfinite, INEXACT, None, out_dtype=_to_bool)
+not_p = unary("not", _not_impl, INTEGRAL, None)
+exp_p = unary("exp", _quiet(np.exp), INEXACT, lambda g, x, out: g * out)
+log_p = unary("log", _quiet(np.log), INEXACT, lambda g, x, out: g / x)
+log1p_p = unary("log1p", _quiet(np.log1p), INEXACT, lambda g, x, out: g / (1 + x))
+expm1_p = unary("expm1", _quiet(np.expm1), INEXACT, lambda g, x, out: g * (out + 1))
+tanh_p = unary("tanh", np.tanh, INEXACT, lambda g, x, out: g * (1 - out * out))
+logistic_p = unary("logistic", _quiet(lambda x: (1 / (1 + np.exp(-x))).astype(x.dtype)),
+                   INEXACT, lambda g, x, out: g * out * (1 - out))
+sin_p = unary("sin", np.sin, INEXACT, lambda g, x, out: g * cos(x))
+cos_p = unary("cos", np.cos, INEXACT, lambda g, x, out: -g * sin(x))
+tan_p = unary("tan", _quiet(np.tan), INEXACT, lambda g, x, out: g * (1 + out * out))
+asin_p = unary("asin", _quiet(np.arcsin), INEXACT, lambda g, x, out: g * rsqrt(1 - x * x))
+acos_p = unary("acos", _quiet(np.arccos), INEXACT, lambda g, x, out: -g * rsqrt(1 - x * x))
+atan_p = unary("atan", np.arctan, INEXACT, lambda g, x, out: g / (1 + x * x))
+sinh_p = unary("sinh", _quiet(np.sinh), INEXACT, lambda g, x, out: g * cosh(x))
+cosh_p = unary("cosh", _quiet(np.cosh), INEXACT, lambda g, x, out: g * sinh(x))
+asinh_p = unary("asinh", np.arcsinh, INEXACT, lambda g, x, out: g * rsqrt(x * x + 1))
+acosh_p = unary("acosh", _quiet(np.arccosh), INEXACT, lambda g, x, out: g * rsqrt(x * x - 1))
+atanh_p = unary("atanh", _quiet(np.arctanh), INEXACT, lambda g, x, out: g / (1 - x * x))
+sqrt_p = unary("sqrt", _quiet(np.sqrt), INEXACT, lambda g, x, out: g / (out * 2))
+rsqrt_p = unary("rsqrt", _quiet(lambda x: (1 / np.sqrt(x)).astype(x.dtype)), INEXACT,
+                lambda g, x, out: g * out / x * -0.5)
+abs_p = unary("abs", np.abs, NUMBER, lambda g, x, out: g * sign(x), out_dtype=None)
+erf_p = unary("erf", _erf_impl, FLOAT,
+              lambda g, x, out: g * (2 / math.sqrt(math.pi)) * exp(-(x * x)))
+erf_inv_p = unary("erf_inv", _erf_inv_impl, FLOAT,
+                  lambda g, x, out: g * (math.sqrt(math.pi) / 2) * exp(out * out))
+real_p = unary("real", np.real, COMPLEX, lambda g, x, out: real(g), out_dtype=_to_real,
+               linear=True)
+imag_p = unary("imag", np.imag, COMPLEX, lambda g, x, out: imag(g), out_dtype=_to_real,
+               linear=True)
+conj_p = unary("conj", np.conjugate, INEXACT, lambda g, x, out: conj(g), linear=True)
+
+add_p = binary("add", np.add, NUMBER, (lambda g, x, y, out: g, lambda g, x, y, out: g),
+               linear=True)
+sub_p = binary("sub", np.subtract, NUMBER, (lambda g, x, y, out: g, lambda g, x, y, out: -g),
+               linear=True)
+mul_p = binary("mul", np.multiply, NUMBER,
+               (lambda g, x, y, out: g * y, lambda g, x, y, out: x * g), linear=True)
+div_p = binary("div", _div_impl, NUMBER,
+               (lambda g, x, y, out: g / y, lambda g, x, y, out: -g * out / y), linear=True)
+rem_p = binary("rem", _rem_impl, NUMBER,
+               (lambda g, x, y, out: g, lambda g, x, y, out: -g * trunc(div(x, y))))
+pow_p = binary("pow", _pow_impl, NUMBER,
+               (lambda g, x, y, out: g * y * pow(x, y - 1),
+                lambda g, x, y, out: g * out * log(_where_zero(x, 1, x))))
+max_p = binary("max", np.maximum, NUMBER,
+               (lambda g, x, y, out: g * _balanced(x, y, x > y),
+                lambda g, x, y, out: g * _balanced(x, y, y > x)))
+min_p = binary("min", np.minimum, NUMBER,
+               (lambda g, x, y, out: g * _balanced(x, y, x < y),
+                lambda g, x, y, out: g * _balanced(x, y, y < x)))
+atan2_p = binary("atan2", np.arctan2, FLOAT,
+                 (lambda g, x, y, out: g * y / (x * x + y * y),
+                  lambda g, x, y, out: -g * x / (x * x + y * y)))
+and_p = binary("and", np.bitwise_and, INTEGRAL)
+or_p = binary("or", np.bitwise_or, INTEGRAL)
+xor_p = binary("xor", np.bitwise_xor, INTEGRAL)
+shift_left_p = binary("shift_left", _shift_left_impl, INT + UINT)
+shift_right_logical_p = binary("shift_right_logical", _shift_right_logical_impl, INT + UINT)
+shift_right_arithmetic_p = binary("shift_right_arithmetic", _shift_right_arithmetic_impl,
+                                  INT + UINT)
+eq_p = binary("eq", np.equal, ANY, out_dtype=_to_bool)
+ne_p = binary("ne", np.not_equal, ANY, out_dtype=_to_bool)
+lt_p = binary("lt", np.less, NUMBER, out_dtype=_to_bool)
+le_p = binary("le", np.less_equal, NUMBER, out_dtype=_to_bool)
+gt_p = binary("gt", np.greater, NUMBER, out_dtype=_to_bool)
+ge_p = binary("ge", np.greater_equal, NUMBER, out_dtype=_to_bool)
+
+
+def _balanced(x, y, strictly):
+    """1 where ``strictly`` holds, 0.5 at ties (as JAX: the gradient is shared), else 0."""
+    one = convert_element_type(strictly, x.dtype)
+    tie = convert_element_type(eq(x, y), x.dtype)
+    return one + tie * 0.5
+
+
+def _where_zero(x, value, otherwise):
+    from funcgrad.core.prims.structural import full_like
+
+    return select_n(eq(x, full_like(x, 0)), otherwise, full_like(x, value))
+
+
+# --- transpose rules of the linear ones -------------------------------------------------
+
+
+def _unary_linear_transpose(fn):
+    def rule(ct, x):
+        return [None if ct is None else fn(ct)]
+
+    return rule
+
+
+neg_p.transpose = _unary_linear_transpose(lambda ct: -ct)
+real_p.transpose = _unary_linear_transpose(lambda ct: complex_(ct, zeros_like_value(ct)))
+imag_p.transpose = _unary_linear_transpose(lambda ct: complex_(zeros_like_value(ct), -ct))
+conj_p.transpose = _unary_linear_transpose(lambda ct: conj(ct))
+
+
+def _add_transpose(ct, x, y):
+    return [ct if is_undefined(x) else None, ct if is_undefined(y) else None]
+
+
+def _sub_transpose(ct, x, y):
+    return [ct if is_undefined(x) else None,
+            (None if ct is None else -ct) if is_undefined(y) else None]
+
+
+def _mul_transpose(ct, x, y):
+    if is_undefined(x) and is_undefined(y):
+        raise TypeError("mul: transpose of a product of two linear values (not linear)")
+    if ct is None:
+        return [None, None]
+    return [ct * y if is_undefined(x) else None, x * ct if is_undefined(y) else None]
+
+
+def _div_transpose(ct, x, y):
+    if is_undefined(y):
+        raise TypeError("div: transpose with respect to the divisor (not linear)")
+    return [None if ct is None else ct / y, None]
+
+
+add_p.transpose = _add_transpose
+sub_p.transpose = _sub_transpose
+mul_p.transpose = _mul_transpose
+div_p.transpose = _div_transpose
+
+
+# --- integer_pow: x ** n for a static integer n ------------------------------------------
+
+integer_pow_p = Primitive("integer_pow")
+
+
+def _integer_pow_impl(x, *, y):
+    if y == 2:
+        return np.multiply(x, x)
+    with np.errstate(all="ignore"):
+        if y < 0 and x.dtype.kind in "iu":
+            return _pow_impl(x, np.full(x.shape, y, x.dtype))
+        return np.power(x, x.dtype.type(y)).astype(x.dtype)
+
+
+integer_pow_p.impl = _integer_pow_impl
+integer_pow_p.abstract_eval = lambda x, *, y: x
+
+
+def _integer_pow_jvp(primals, tangents, *, y):
+    (x,), (g,) = primals, tangents
+    out = integer_pow(x, y)
+    if g is None:
+        return out, None
+    if y == 0:
+        return out, zeros_like_value(g)
+    if y == 1:
+        return out, g
+    scale = integer_pow(x, y - 1) * y
+    return out, g * scale
+
+
+integer_pow_p.jvp = _integer_pow_jvp
+integer_pow_p.batch = lambda axis_size, args, dims, *, y: (integer_pow(args[0], y), dims[0])
+
+
+# --- select_n: pick among cases by an integer or bool selector -------------------------
+
+select_n_p = Primitive("select_n", linear=True)
+
+
+def _select_n_impl(which, *cases):
+    if len(cases) == 1:
+        return cases[0]
+    if which.dtype == np.bool_:
+        return np.where(which, cases[1], cases[0])
+    return np.choose(which.astype(np.intp), cases, mode="clip")
+
+
+def _select_n_rule(which, *cases):
+    first = _same_shape_and_dtype("select_n", cases)
+    if which.shape != first.shape and which.shape != ():
+        raise ValueError(f"select_n: selector shape {which.shape} must be () or the cases' "
+                         f"shape {first.shape}")
+    if which.dtype != np.bool_ and which.dtype.kind not in "iu":
+        raise TypeError(f"select_n: selector must be bool or integer, got {which.dtype.name}")
+    if which.dtype == np.bool_ and len(cases) > 2:
+        raise ValueError("select_n: a bool selector picks between exactly two cases")
+    return ShapedArray(first.shape, first.dtype, all(c.weak_type for c in cases))
+
+
+def _select_n_jvp(primals, tangents, **params):
+    which, *cases = primals
+    out = select_n(which, *cases)
+    case_tangents = tangents[1:]
+    if all(t is None for t in case_tangents):
+        return out, None
+    filled = [zeros_like_value(c) if t is None else t for c, t in zip(cases, case_tangents)]
+    return out, select_n(which, *filled)
+
+
+def _select_n_transpose(ct, which, *cases):
+    if is_undefined(which):
+        raise TypeError("select_n: the selector is not linear")
+    outs = [None]
+    for i, case in enumerate(cases):
+        if is_undefined(case) and ct is not None:
+            zero = zeros_like_value(ct)
+            picks = [zero] * len(cases)
+            picks[i] = ct
+            outs.append(select_n(which, *picks))
+        else:
+            outs.append(None)
+    return outs
+
+
+def _select_n_batch(axis_size, args, dims):
+    which, wdim = args[0], dims[0]
+    if wdim is None and which.ndim == 0:
+        # a scalar selector stays scalar: batch only the cases
+        cases = _elementwise_batch(_PseudoSelect(which))(axis_size, args[1:], dims[1:])
+        return cases
+    if which.ndim == 0 and wdim is not None:
+        # a batched scalar selector must broadcast to the case shape first
+        from funcgrad.core.prims.structural import broadcast_in_dim
+
+        case_shape = next(a.shape if d is None else a.shape[:d] + a.shape[d + 1:]
+                          for a, d in zip(args[1:], dims[1:]))
+        which = broadcast_in_dim(which, (axis_size,) + case_shape, (0,))
+        wdim = 0
+    return _elementwise_batch(select_n_p)(axis_size, [which, *args[1:]], [wdim, *dims[1:]])
+
+
+class _PseudoSelect:
+    """Binds select_n with a fixed scalar selector, for the generic elementwise batcher."""
+
+    def __init__(self, which):
+        self.which = which
+
+    def bind(self, *cases):
+        return select_n_p.bind(self.which, *cases)
+
+
+select_n_p.impl = _select_n_impl
+select_n_p.abstract_eval = _select_n_rule
+select_n_p.jvp = _select_n_jvp
+select_n_p.transpose = _select_n_transpose
+select_n_p.batch = _select_n_batch
+
+
+# --- convert_element_type ---------------------------------------------------------------
+
+convert_element_type_p = Primitive("convert_element_type", linear=True, keeps_weak=False)
+
+
+def _convert_impl(x, *, new_dtype, weak_type=False):
+    if x.dtype.kind == "c" and new_dtype.kind != "c":
+        x = np.real(x)
+    if new_dtype.kind in "iu" and x.dtype.kind == "f":
+        with np.errstate(all="ignore"):
+            return x.astype(new_dtype)
+    return x.astype(new_dtype)
+
+
+def _convert_jvp(primals, tangents, *, new_dtype, weak_type=False):
+    (x,), (g,) = primals, tangents
+    out = convert_element_type(x, new_dtype, weak_type)
+    if g is None or not dtypes.is_inexact(new_dtype) or not dtypes.is_inexact(x.dtype):
+        return out, None
+    return out, convert_element_type(g, new_dtype, weak_type)
+
+
+def _convert_transpose(ct, x, *, new_dtype, weak_type=False):
+    if ct is None:
+        return [None]
+    return [convert_element_type(ct, x.aval.dtype, x.aval.weak_type)]
+
+
+convert_element_type_p.impl = _convert_impl
+convert_element_type_p.abstract_eval = lambda x, *, new_dtype, weak_type=False: ShapedArray(
+    x.shape, new_dtype, weak_type)
+convert_element_type_p.jvp = _convert_jvp
+convert_element_type_p.transpose = _convert_transpose
+convert_element_type_p.batch = lambda axis_size, args, dims, **p: (
+    convert_element_type_p.bind(args[0], **p), dims[0])
+
+
+# --- complex: build a complex value from real and imaginary parts -------------------------
+
+complex_p = binary("complex", lambda x, y: (x + 1j * y).astype(
+    np.complex64 if x.dtype == np.float32 else np.complex128), FLOAT,
+    (lambda g, x, y, out: complex_(g, zeros_like_value(g)),
+     lambda g, x, y, out: complex_(zeros_like_value(g), g)),
+    out_dtype=lambda d: dtypes.complex64 if d == dtypes.float32 else dtypes.complex128,
+    linear=True)
+complex_p.transpose = lambda ct, x, y: [
+    None if ct is None or not is_undefined(x) else real(ct),
+    None if ct is None or not is_undefined(y) else imag(ct)]
+
+
+# --- thin wrappers used by rules and by funcgrad.numpy ------------------------------------
+
+
+def _make_wrapper(prim):
+    bind = prim.bind
+    return lambda *args: bind(*args)
+
+
+def _export_wrappers():
+    names = {}
+    for name, value in list(globals().items()):
+        if name.endswith("_p") and isinstance(value, Primitive) and hasattr(value, "arity"):
+            names[name[:-2]] = _make_wrapper(value)
+    return names
+
+
+globals().update(_export_wrappers())
+complex_ = globals()["complex"]
+del globals()["complex"]
+
+
+def integer_pow(x, y: int):
+    return integer_pow_p.bind(x, y=int(y))
+
+
+def select_n(which, *cases):
+    return select_n_p.bind(which, *cases)
+
+
+def convert_element_type(x, new_dtype, weak_type: bool = False):
+    new_dtype = dtypes.canonicalize(new_dtype)
+    if x.dtype == new_dtype and getattr(x, "weak_type", False) == weak_type:
+        return x
+    return convert_element_type_p.bind(x, new_dtype=new_dtype, weak_type=weak_type)
+
+
+def trunc(x):
+    return select_n(lt(x, zeros_like_value(x)), floor(x), ceil(x))
+
+
+def zeros_like_value(x):
+    """Zeros with x's shape and dtype (a composition, so it traces)."""
+    from funcgrad.core.prims.structural import zeros_like
+
+    return zeros_like(x)

@@ -1,0 +1,292 @@
+"""Gather and scatter: reading and functionally writing elements picked by index arrays.
+
+``gather(x, indices, axes)``: ``indices`` has shape ``(*batch, len(axes))``; the result has
+shape ``batch + (dims of x not in axes)``, element ``[b..., r...]`` being ``x`` with the
+``axes`` set to ``indices[b..., :]``.  Indices are clamped into range (as compiled code
+does).  ``scatter`` writes ``updates`` (shaped like a gather's result) into a copy of ``x``
+with a ``mode`` of set, add, mul, min or max; out-of-range indices are dropped.
+Everything else (NumPy-style indexing, ``.at[]``, take, dynamic slices) composes these.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from funcgrad.core import dtypes
+from funcgrad.core.abstract import ShapedArray
+from funcgrad.core.primitive import Primitive, is_undefined
+from funcgrad.core.prims import elementwise as ew
+from funcgrad.core.prims.structural import (
+    broadcast_in_dim,
+    concatenate,
+    iota,
+    moveaxis,
+    reshape,
+    zeros_like,
+)
+
+
+def _rest_dims(shape, axes):
+    return tuple(d for i, d in enumerate(shape) if i not in axes)
+
+
+def _check_indices(name, operand, indices, axes):
+    if indices.dtype.kind not in "iu":
+        raise TypeError(f"{name}: indices must be integers, got {indices.dtype.name}")
+    if indices.ndim < 1 or indices.shape[-1] != len(axes):
+        raise ValueError(f"{name}: indices of shape {indices.shape} must end in "
+                         f"len(axes)={len(axes)}")
+    if any(not 0 <= a < operand.ndim for a in axes) or len(set(axes)) != len(axes):
+        raise ValueError(f"{name}: axes {axes} invalid for operand shape {operand.shape}")
+
+
+def _index_tuple(shape, indices, axes, clamp: bool):
+    idx = []
+    for i, a in enumerate(axes):
+        col = indices[..., i].astype(np.intp)
+        if clamp:
+            col = np.clip(col, 0, max(shape[a] - 1, 0))
+        idx.append(col)
+    return tuple(idx)
+
+
+# --- gather ------------------------------------------------------------------------------
+
+gather_p = Primitive("gather")
+
+
+def _gather_impl(operand, indices, *, axes):
+    k = len(axes)
+    moved = np.moveaxis(operand, axes, tuple(range(k)))
+    if operand.size == 0 and indices.size:
+        shape = indices.shape[:-1] + _rest_dims(operand.shape, axes)
+        return np.zeros(shape, operand.dtype)
+    return moved[_index_tuple(operand.shape, indices, axes, clamp=True)]
+
+
+def _gather_rule(operand, indices, *, axes):
+    _check_indices("gather", operand, indices, axes)
+    shape = indices.shape[:-1] + _rest_dims(operand.shape, axes)
+    return ShapedArray(shape, operand.dtype, operand.weak_type)
+
+
+def _gather_jvp(primals, tangents, *, axes):
+    operand, indices = primals
+    out = gather(operand, indices, axes)
+    return out, None if tangents[0] is None else gather(tangents[0], indices, axes)
+
+
+def _gather_transpose(ct, operand, indices, *, axes):
+    if is_undefined(indices):
+        raise TypeError("gather: indices are not linear")
+    if ct is None:
+        return [None, None]
+    zeros = broadcast_in_dim(np.zeros((), ct.dtype), operand.aval.shape, ())
+    return [scatter(zeros, indices, ct, axes, "add"), None]
+
+
+def _batch_index_column(indices, axis_size):
+    """Prepend the batch position as an extra index column: (B, *b, k) -> (B, *b, k+1)."""
+    column = iota(indices.dtype, indices.shape[:-1] + (1,), 0)
+    return concatenate((column, indices), indices.ndim - 1)
+
+
+def _to_front_or_broadcast(x, dim, axis_size):
+    if dim is None:
+        return broadcast_in_dim(x, (axis_size, *x.shape), tuple(range(1, x.ndim + 1)))
+    return x if dim == 0 else moveaxis(x, dim, 0)
+
+
+def _gather_batch(axis_size, args, dims, *, axes):
+    operand, indices = args
+    od, idim = dims
+    if idim is None:
+        operand = _to_front_or_broadcast(operand, od, axis_size)
+        out = gather(operand, indices, tuple(a + 1 for a in axes))
+        # rest dims keep their order; the batch dim is the first of them
+        return out, indices.ndim - 1
+    indices = _to_front_or_broadcast(indices, idim, axis_size)
+    if od is None:
+        return gather(operand, indices, axes), 0
+    operand = _to_front_or_broadcast(operand, od, axis_size)
+    full = _batch_index_column(indices, axis_size)
+    return gather(operand, full, (0, *(a + 1 for a in axes))), 0
+
+
+gather_p.impl = _gather_impl
+gather_p.abstract_eval = _gather_rule
+gather_p.jvp = _gather_jvp
+gather_p.transpose = _gather_transpose
+gather_p.batch = _gather_batch
+gather_p.linear = True
+
+
+def gather(operand, indices, axes):
+    return gather_p.bind(operand, indices, axes=tuple(int(a) for a in axes))
+
+
+# --- scatter -----------------------------------------------------------------------------
+
+SCATTER_MODES = ("set", "add", "mul", "min", "max")
+scatter_p = Primitive("scatter")
+_UFUNC_AT = {"add": np.add, "mul": np.multiply, "min": np.minimum, "max": np.maximum}
+
+
+def _scatter_impl(operand, indices, updates, *, axes, mode):
+    out = np.array(operand, copy=True)
+    k = len(axes)
+    moved = np.moveaxis(out, axes, tuple(range(k)))
+    idx = _index_tuple(operand.shape, indices, axes, clamp=False)
+    valid = np.ones(indices.shape[:-1], dtype=bool)
+    for col, a in zip(idx, axes):
+        valid &= (col >= 0) & (col < operand.shape[a])
+    if not valid.all():
+        idx = tuple(col[valid] for col in idx)
+        updates = updates[valid]
+    if mode == "set":
+        moved[idx] = updates
+    else:
+        _UFUNC_AT[mode].at(moved, idx, updates)
+    return out
+
+
+def _scatter_rule(operand, indices, updates, *, axes, mode):
+    _check_indices("scatter", operand, indices, axes)
+    if mode not in SCATTER_MODES:
+        raise ValueError(f"scatter: mode {mode!r} not one of {SCATTER_MODES}")
+    want = indices.shape[:-1] + _rest_dims(operand.shape, axes)
+    if updates.shape != want:
+        raise ValueError(f"scatter: updates of shape {updates.shape} do not match the "
+                         f"indexed shape {want}")
+    if updates.dtype != operand.dtype:
+        raise TypeError(f"scatter: updates dtype {updates.dtype.name} differs from operand "
+                        f"dtype {operand.dtype.name}")
+    return ShapedArray(operand.shape, operand.dtype, operand.weak_type)
+
+
+def _scatter_jvp(primals, tangents, *, axes, mode):
+    operand, indices, updates = primals
+    g_op, _, g_up = tangents
+    out = scatter(operand, indices, updates, axes, mode)
+    if g_op is None and g_up is None:
+        return out, None
+    g_op = zeros_like(operand) if g_op is None else g_op
+    g_up = zeros_like(updates) if g_up is None else g_up
+    if mode in ("set", "add"):
+        return out, scatter(g_op, indices, g_up, axes, mode)
+    if mode == "mul":
+        if tangents[2] is not None:
+            raise NotImplementedError("scatter mul: derivative with respect to the updates")
+        return out, scatter(g_op, indices, updates, axes, "mul")
+    # min / max: the tangent comes from whichever value won, shared evenly among ties
+    one_op = ew.convert_element_type(ew.eq(out, operand), operand.dtype)
+    won = ew.convert_element_type(ew.eq(updates, gather(out, indices, axes)), operand.dtype)
+    count = scatter(one_op, indices, won, axes, "add")
+    total = scatter(g_op * one_op, indices, g_up * won, axes, "add")
+    return out, total / count
+
+
+def _scatter_transpose(ct, operand, indices, updates, *, axes, mode):
+    if mode not in ("set", "add") or is_undefined(indices):
+        raise TypeError(f"scatter {mode}: not linear")
+    if ct is None:
+        return [None, None, None]
+    ct_op = None
+    if is_undefined(operand):
+        if mode == "add":
+            ct_op = ct
+        else:
+            zeros = broadcast_in_dim(np.zeros((), ct.dtype), updates_shape(updates), ())
+            ct_op = scatter(ct, indices, zeros, axes, "set")
+    ct_up = gather(ct, indices, axes) if is_undefined(updates) else None
+    return [ct_op, None, ct_up]
+
+
+def updates_shape(updates):
+    return updates.aval.shape if is_undefined(updates) else updates.shape
+
+
+def _scatter_batch(axis_size, args, dims, *, axes, mode):
+    operand, indices, updates = args
+    od, idim, ud = dims
+    operand = _to_front_or_broadcast(operand, od, axis_size)
+    updates = _to_front_or_broadcast(updates, ud, axis_size)
+    if idim is None:
+        # the same indices for every batch element: index the rest dims after the batch
+        updates = moveaxis(updates, 0, indices.ndim - 1)
+        return scatter(operand, indices, updates, tuple(a + 1 for a in axes), mode), 0
+    indices = _to_front_or_broadcast(indices, idim, axis_size)
+    full = _batch_index_column(indices, axis_size)
+    return scatter(operand, full, updates, (0, *(a + 1 for a in axes)), mode), 0
+
+
+scatter_p.impl = _scatter_impl
+scatter_p.abstract_eval = _scatter_rule
+scatter_p.jvp = _scatter_jvp
+scatter_p.transpose = _scatter_transpose
+scatter_p.batch = _scatter_batch
+scatter_p.linear = True
+
+
+def scatter(operand, indices, updates, axes, mode: str = "set"):
+    return scatter_p.bind(operand, indices, updates, axes=tuple(int(a) for a in axes),
+                          mode=mode)
+
+
+# --- compositions used across the library --------------------------------------------------
+
+
+def index_grid(shape, dtype=dtypes.int32):
+    """All positions of ``shape`` as an int tensor of shape ``(*shape, len(shape))``."""
+    cols = [reshape(iota(dtype, shape, d), (*shape, 1)) for d in range(len(shape))]
+    if not cols:
+        return broadcast_in_dim(np.zeros((), dtype), (0,), ())
+    return concatenate(cols, len(shape))
+
+
+def take_along_axis(x, idx, axis: int):
+    """``out[..., i, ...] = x[..., idx[..., i, ...], ...]`` along ``axis`` (shapes equal
+    except along ``axis``)."""
+    shape = idx.shape
+    cols = []
+    for d in range(x.ndim):
+        col = idx if d == axis else iota(idx.dtype, shape, d)
+        cols.append(reshape(col, (*shape, 1)))
+    return gather(x, concatenate(cols, len(shape)), tuple(range(x.ndim)))
+
+
+def dynamic_slice(x, start_indices, slice_sizes):
+    """``x[s0:s0+n0, s1:s1+n1, ...]`` for traced starts (clamped so the slice fits)."""
+    sizes = tuple(int(s) for s in slice_sizes)
+    grid = index_grid(sizes)
+    starts = []
+    for s, size, n in zip(start_indices, x.shape, sizes):
+        s = ew.convert_element_type(_as_tensor(s), dtypes.int32)
+        s = ew.max(ew.min(s, _scalar(size - n)), _scalar(0))
+        starts.append(reshape(s, (1,)))
+    offset = broadcast_in_dim(concatenate(starts, 0), grid.shape, (grid.ndim - 1,))
+    return gather(x, ew.add(grid, offset), tuple(range(x.ndim)))
+
+
+def dynamic_update_slice(x, update, start_indices):
+    """``x`` with ``update`` written at the traced ``start_indices`` (clamped to fit)."""
+    grid = index_grid(update.shape)
+    starts = []
+    for s, size, n in zip(start_indices, x.shape, update.shape):
+        s = ew.convert_element_type(_as_tensor(s), dtypes.int32)
+        s = ew.max(ew.min(s, _scalar(size - n)), _scalar(0))
+        starts.append(reshape(s, (1,)))
+    offset = broadcast_in_dim(concatenate(starts, 0), grid.shape, (grid.ndim - 1,))
+    return scatter(x, ew.add(grid, offset), update, tuple(range(x.ndim)), "set")
+
+
+def _scalar(v):
+    from funcgrad.core.tensor import wrap
+
+    return wrap(np.asarray(v, np.int32))
+
+
+def _as_tensor(v):
+    from funcgrad.core.tensor import Tensor, wrap
+
+    return v if isinstance(v, Tensor) else wrap(np.asarray(v, np.int32))

@@ -1,0 +1,70 @@
+"""sort: sorts several same-shaped operands along one axis by the first ``num_keys``."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from funcgrad.core import dtypes
+from funcgrad.core.abstract import ShapedArray
+from funcgrad.core.primitive import Primitive
+from funcgrad.core.prims.structural import broadcast_in_dim, iota, moveaxis
+
+sort_p = Primitive("sort", multiple_results=True)
+
+
+def _sort_impl(*operands, dimension, num_keys):
+    keys = operands[:num_keys]
+    if num_keys == 1:
+        order = np.argsort(keys[0], axis=dimension, kind="stable")
+    else:
+        moved = [np.moveaxis(k, dimension, -1) for k in keys]
+        order = np.lexsort(moved[::-1], axis=-1)
+        order = np.moveaxis(order, -1, dimension)
+    return [np.take_along_axis(x, order, axis=dimension) for x in operands]
+
+
+def _sort_rule(*operands, dimension, num_keys):
+    first = operands[0]
+    if not 0 <= dimension < max(first.ndim, 1):
+        raise ValueError(f"sort: axis {dimension} out of range for shape {first.shape}")
+    if any(o.shape != first.shape for o in operands):
+        raise ValueError(f"sort: operands must share one shape, got "
+                         f"{[o.shape for o in operands]}")
+    if not 1 <= num_keys <= len(operands):
+        raise ValueError(f"sort: num_keys={num_keys} out of range")
+    return [o for o in operands]
+
+
+def _sort_jvp(primals, tangents, *, dimension, num_keys):
+    from funcgrad.core.prims.indexing import take_along_axis
+
+    positions = iota(dtypes.int32, primals[0].shape, dimension)
+    *outs, perm = sort_p.bind(*primals, positions, dimension=dimension, num_keys=num_keys)
+    out_tangents = [None if t is None else take_along_axis(t, perm, dimension)
+                    for t in tangents]
+    return outs, out_tangents
+
+
+def _sort_batch(axis_size, args, dims, *, dimension, num_keys):
+    moved = []
+    for x, d in zip(args, dims):
+        if d is None:
+            x = broadcast_in_dim(x, (axis_size, *x.shape), tuple(range(1, x.ndim + 1)))
+        elif d != 0:
+            x = moveaxis(x, d, 0)
+        moved.append(x)
+    outs = sort_p.bind(*moved, dimension=dimension + 1, num_keys=num_keys)
+    return outs, [0] * len(outs)
+
+
+sort_p.impl = _sort_impl
+sort_p.abstract_eval = _sort_rule
+sort_p.jvp = _sort_jvp
+sort_p.batch = _sort_batch
+
+
+def sort(operands, dimension: int = -1, num_keys: int = 1):
+    operands = tuple(operands)
+    ndim = operands[0].ndim
+    dimension = int(dimension) % max(ndim, 1)
+    return sort_p.bind(*operands, dimension=dimension, num_keys=int(num_keys))

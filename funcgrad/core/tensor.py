@@ -1,0 +1,288 @@
+"""Tensor: the immutable n-d array users hold, a thin handle over one buffer.
+
+This module holds storage, attributes and conversion; the operators and NumPy-style
+methods are attached by ``funcgrad.numpy._methods`` (they are compositions of primitives,
+so they work unchanged on tracers, which subclass Tensor).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from funcgrad.core import dtypes
+from funcgrad.core.abstract import ShapedArray
+from funcgrad.core.devices import CPU, Device
+from funcgrad.core.devices import device as _lookup_device
+
+
+class Tensor:
+    """An immutable n-d array.
+
+    Create one with ``fg.tensor(data)`` or any creation function; combine them with
+    operators and ``funcgrad.numpy``.  ``t[0] = 1`` raises: use ``t.at[0].set(1)``.
+
+    >>> t = fg.tensor([[1.0, 2.0]])
+    >>> t * 2
+    tensor([[2., 4.]], dtype=float32)
+    """
+
+    __slots__ = ("_buf", "_weak", "__weakref__")
+    __array_priority__ = 100
+    __array_ufunc__ = None  # NumPy defers `ndarray + Tensor` to Tensor.__radd__
+    __hash__ = None  # elementwise __eq__, like NumPy and JAX arrays
+
+    # -- attributes -------------------------------------------------------------------
+    @property
+    def aval(self) -> ShapedArray:
+        buf = self._buf
+        return ShapedArray(buf.shape, buf.dtype, self._weak)
+
+    @property
+    def shape(self) -> tuple:
+        return self._buf.shape
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self._buf.dtype
+
+    @property
+    def ndim(self) -> int:
+        return self._buf.ndim
+
+    @property
+    def size(self) -> int:
+        return self._buf.size
+
+    @property
+    def weak_type(self) -> bool:
+        return self._weak
+
+    @property
+    def device(self) -> Device:
+        return CPU
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TypeError("len() of a 0-d tensor")
+        return self.shape[0]
+
+    # -- conversion to host values ----------------------------------------------------
+    def numpy(self) -> np.ndarray:
+        """The value as a read-only host ``np.ndarray`` (no copy on the CPU)."""
+        view = self._buf.view()
+        view.flags.writeable = False
+        return view
+
+    def __array__(self, dtype=None, copy=None):
+        arr = self.numpy()
+        if dtype is not None and np.dtype(dtype) != arr.dtype:
+            return arr.astype(dtype)
+        if copy:
+            return arr.copy()
+        return arr
+
+    def item(self):
+        """The value of a one-element tensor as a Python scalar."""
+        if self.size != 1:
+            raise ValueError(f"item(): only one-element tensors convert to a Python scalar, "
+                             f"got shape {self.shape}")
+        return self._buf.reshape(()).item()
+
+    def tolist(self):
+        """The value as nested Python lists."""
+        return self._buf.tolist()
+
+    def __bool__(self) -> bool:
+        if self.size != 1:
+            raise ValueError(f"the truth value of a tensor with shape {self.shape} is "
+                             "ambiguous; use fnp.any(t) or fnp.all(t)")
+        return bool(self._buf.reshape(()))
+
+    def __int__(self) -> int:
+        return int(self.item())
+
+    def __float__(self) -> float:
+        return float(self.item())
+
+    def __complex__(self) -> complex:
+        return complex(self.item())
+
+    def __index__(self) -> int:
+        if not dtypes.is_integer(self.dtype) or self.ndim != 0:
+            raise TypeError(f"only 0-d integer tensors can be used as an index, "
+                            f"got {self.dtype.name}{list(self.shape)}")
+        return int(self._buf)
+
+    def __repr__(self) -> str:
+        body = np.array2string(self._buf, separator=", ", prefix="tensor(",
+                               threshold=1000, edgeitems=3)
+        return f"tensor({body}, dtype={self.dtype.name})"
+
+    def __str__(self) -> str:
+        return str(self._buf)
+
+    def __format__(self, spec: str) -> str:
+        if self.ndim == 0:
+            return format(self._buf.item(), spec)
+        return format(str(self), spec)
+
+    # -- immutability -----------------------------------------------------------------
+    def __setitem__(self, index, value):
+        raise TypeError(
+            "funcgrad tensors are immutable: `t[idx] = v` is not supported; use the "
+            f"functional update `t = t.at[{_index_text(index)}].set(v)` instead")
+
+    def __delitem__(self, index):
+        raise TypeError("funcgrad tensors are immutable; build a new one instead")
+
+    def __reduce__(self):
+        return (_rebuild, (np.asarray(self._buf), self._weak))
+
+    def __copy__(self) -> Tensor:
+        return self
+
+    def __deepcopy__(self, memo) -> Tensor:
+        return self
+
+    def to(self, device) -> Tensor:
+        """This tensor on ``device`` (``"cpu"`` or a ``Device``)."""
+        target = _lookup_device(device)
+        if target != CPU:
+            raise RuntimeError(f"device {target} is not available")
+        return self
+
+
+def _index_text(index) -> str:
+    def one(i):
+        if isinstance(i, slice):
+            parts = ["" if p is None else str(p) for p in (i.start, i.stop, i.step)]
+            return ":".join(parts[:2] if i.step is None else parts)
+        return "..." if i is Ellipsis else repr(i)
+
+    if isinstance(index, tuple):
+        return ", ".join(one(i) for i in index)
+    return one(index)
+
+
+def _rebuild(arr, weak) -> Tensor:
+    return wrap(np.array(arr), weak)
+
+
+_new = object.__new__
+
+
+def wrap(buf, weak: bool = False) -> Tensor:
+    """Wrap a NumPy array (owned by funcgrad from now on) into a Tensor; no copy."""
+    if type(buf) is not np.ndarray:
+        buf = np.asarray(buf)
+    t = _new(Tensor)
+    t._buf = buf
+    t._weak = weak
+    return t
+
+
+def _list_to_array(data) -> np.ndarray:
+    """Nested Python lists/tuples to an array with JAX's defaults for Python scalars."""
+    try:
+        arr = np.array(data)
+    except ValueError as err:
+        raise ValueError(f"fg.tensor: ragged nested sequence (the sub-lists have different "
+                         f"lengths), cannot make a rectangular tensor: {err}") from None
+    if arr.dtype == object:
+        kinds = sorted({type(x).__name__ for x in _flatten_list(data)})
+        raise TypeError(f"fg.tensor: cannot convert a sequence holding {', '.join(kinds)} "
+                        "values to a tensor; use numbers, bools, tensors or arrays")
+    if arr.dtype.kind in "US":
+        raise TypeError("fg.tensor: strings cannot be converted to a tensor")
+    if _only_python_scalars(data):
+        default = {"f": dtypes.float32, "i": dtypes.int32, "c": dtypes.complex64}.get(arr.dtype.kind)
+        if default is not None and arr.dtype != default:
+            if arr.dtype.kind == "i" and arr.size and (
+                    arr.max() > np.iinfo(np.int32).max or arr.min() < np.iinfo(np.int32).min):
+                raise OverflowError("fg.tensor: Python int too large for the default int32; "
+                                    "pass dtype=fg.int64")
+            arr = arr.astype(default)
+    return arr
+
+
+def _flatten_list(data):
+    if isinstance(data, (list, tuple)):
+        for x in data:
+            yield from _flatten_list(x)
+    else:
+        yield data
+
+
+def _only_python_scalars(data) -> bool:
+    return all(isinstance(x, (bool, int, float, complex)) for x in _flatten_list(data))
+
+
+def to_numpy_array(data, dtype=None) -> np.ndarray:
+    """Any array-like (Tensor, ndarray, scalar, nested list) to a fresh host array."""
+    if isinstance(data, Tensor):
+        arr = np.asarray(data)
+    elif isinstance(data, (bool, int, float, complex)):
+        if dtype is None:
+            dtype, _ = dtypes.dtype_and_weak(data)
+        arr = np.asarray(data)
+        if isinstance(data, int) and not isinstance(data, bool) and dtype == dtypes.int32 and not (
+                -(2**31) <= data < 2**31):
+            raise OverflowError(f"fg.tensor: Python int {data} does not fit the default int32; "
+                                "pass dtype=fg.int64")
+    elif isinstance(data, (list, tuple)):
+        if any(isinstance(x, Tensor) for x in _flatten_list(data)):
+            data = _tensors_to_arrays(data)
+        arr = _list_to_array(data)
+    elif isinstance(data, (np.ndarray, np.generic)):
+        arr = np.asarray(data)
+        if arr.dtype == object:
+            raise TypeError("fg.tensor: object arrays cannot be converted to a tensor")
+    elif hasattr(data, "__array__") or hasattr(data, "__dlpack__"):
+        arr = np.asarray(data)
+    else:
+        raise TypeError(f"fg.tensor: cannot convert {type(data).__name__} to a tensor; pass "
+                        "a number, a (nested) list, a NumPy array or a Tensor")
+    if dtype is not None:
+        target = dtypes.canonicalize(dtype)
+        if arr.dtype != target:
+            arr = arr.astype(target)
+    else:
+        dtypes.canonicalize(arr.dtype)  # raises ValueError on unsupported dtypes
+    return arr
+
+
+def _tensors_to_arrays(data):
+    if isinstance(data, Tensor):
+        return np.asarray(data)
+    if isinstance(data, (list, tuple)):
+        return [_tensors_to_arrays(x) for x in data]
+    return data
+
+
+def tensor(data, dtype=None, device=None) -> Tensor:
+    """Make a Tensor from data: a number, nested lists, a NumPy array or a Tensor.
+
+    Python floats become float32 and ints int32 (as JAX); NumPy arrays keep their dtype.
+
+    >>> fg.tensor([[1, 2], [3, 4]], dtype=fg.float64)
+    tensor([[1., 2.],
+            [3., 4.]], dtype=float64)
+    """
+    if device is not None:
+        target = _lookup_device(device)
+        if target != CPU:
+            raise RuntimeError(f"device {target} is not available")
+    if type(data) is Tensor and (dtype is None or dtypes.canonicalize(dtype) == data.dtype):
+        return data
+    if isinstance(data, Tensor) and type(data) is not Tensor:
+        # a tracer: conversion is an operation, so it must go through the primitives
+        from funcgrad.core.prims.elementwise import convert_element_type
+
+        return data if dtype is None else convert_element_type(data, dtypes.canonicalize(dtype))
+    arr = to_numpy_array(data, dtype)
+    if isinstance(data, (np.ndarray, list, tuple)) or arr.base is not None:
+        arr = np.array(arr, copy=True)  # the caller may mutate their array afterwards
+    return wrap(arr)
+
+
+asarray = tensor

@@ -1,0 +1,60 @@
+"""funcgrad.numpy: NumPy's API over funcgrad Tensors, every function a composition of
+primitives, so it differentiates, batches and compiles.
+
+>>> import funcgrad.numpy as fnp
+>>> fnp.sum(fnp.arange(4) * 2)
+tensor(12, dtype=int32)
+"""
+
+from funcgrad.core.dtypes import (  # noqa: F401
+    bfloat16,
+    bool_,
+    complex64,
+    complex128,
+    finfo,
+    float16,
+    float32,
+    float64,
+    iinfo,
+    int8,
+    int16,
+    int32,
+    int64,
+    promote_types,
+    result_type,
+    uint8,
+    uint16,
+    uint32,
+    uint64,
+)
+from funcgrad.core.tensor import Tensor as ndarray  # noqa: F401
+from funcgrad.core.tensor import tensor as array  # noqa: F401
+from funcgrad.numpy._creation import *  # noqa: F401,F403
+from funcgrad.numpy._elementwise import *  # noqa: F401,F403
+from funcgrad.numpy._elementwise import abs, divmod_ as divmod, pow, round  # noqa: F401,A004
+from funcgrad.numpy._indexing import (  # noqa: F401
+    argsort,
+    argwhere,
+    flatnonzero,
+    nonzero,
+    searchsorted,
+    sort,
+    take,
+    take_along_axis,
+    unique,
+)
+from funcgrad.numpy._linear import *  # noqa: F401,F403
+from funcgrad.numpy._reductions import *  # noqa: F401,F403
+from funcgrad.numpy._reductions import all, any, max, min, sum  # noqa: F401,A004
+from funcgrad.numpy._shape import *  # noqa: F401,F403
+from funcgrad.numpy._util import asarray  # noqa: F401
+
+import math as _math
+
+pi = _math.pi
+e = _math.e
+inf = float("inf")
+nan = float("nan")
+newaxis = None
+
+from funcgrad.numpy import _methods  # noqa: E402,F401  (installs Tensor operators)

@@ -1,0 +1,246 @@
+"""Creation functions: zeros, ones, full, arange, linspace, eye, and friends."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from funcgrad.core import dtypes
+from funcgrad.core.devices import CPU
+from funcgrad.core.devices import device as _lookup_device
+from funcgrad.core.prims import elementwise as ew
+from funcgrad.core.prims.structural import broadcast_in_dim, full as _full, iota
+from funcgrad.numpy._util import asarray
+
+
+def _shape(shape) -> tuple:
+    if isinstance(shape, (int, np.integer)):
+        shape = (shape,)
+    try:
+        shape = tuple(int(d) for d in shape)
+    except TypeError:
+        raise TypeError(f"shape must be an int or a sequence of ints, got {shape!r}") from None
+    if any(d < 0 for d in shape):
+        raise ValueError(f"negative dimensions are not allowed: {shape}")
+    return shape
+
+
+def _check_device(device):
+    if device is not None and _lookup_device(device) != CPU:
+        raise RuntimeError(f"device {device} is not available")
+
+
+def _dtype_of_fill(value, dtype):
+    if dtype is not None:
+        return dtypes.canonicalize(dtype)
+    if hasattr(value, "dtype"):
+        return value.dtype
+    return dtypes.dtype_and_weak(value)[0]
+
+
+def full(shape, fill_value, dtype=None, device=None):
+    """A tensor of ``shape`` filled with ``fill_value``.
+
+    >>> fg.full((2, 2), 7.0)
+    """
+    _check_device(device)
+    shape = _shape(shape)
+    if hasattr(fill_value, "shape") and getattr(fill_value, "ndim", 0):
+        value = asarray(fill_value, dtype)
+        from funcgrad.numpy._shape import broadcast_to
+
+        return broadcast_to(value, shape)
+    target = _dtype_of_fill(fill_value, dtype)
+    if isinstance(fill_value, (bool, int, float, complex, np.generic)):
+        return _full(shape, fill_value, target)
+    value = ew.convert_element_type(asarray(fill_value), target)
+    return broadcast_in_dim(value, shape, ())
+
+
+def zeros(shape, dtype=None, device=None):
+    """A tensor of zeros (float32 by default).
+
+    >>> fg.zeros((2, 3)).shape
+    (2, 3)
+    """
+    _check_device(device)
+    return _full(_shape(shape), 0, dtypes.float32 if dtype is None else dtype)
+
+
+def ones(shape, dtype=None, device=None):
+    """A tensor of ones (float32 by default)."""
+    _check_device(device)
+    return _full(_shape(shape), 1, dtypes.float32 if dtype is None else dtype)
+
+
+def empty(shape, dtype=None, device=None):
+    """A tensor of the given shape; funcgrad fills it with zeros (tensors are immutable)."""
+    return zeros(shape, dtype, device)
+
+
+def _like(x, shape, dtype):
+    x = asarray(x)
+    return (x.shape if shape is None else _shape(shape),
+            x.dtype if dtype is None else dtypes.canonicalize(dtype))
+
+
+def zeros_like(x, dtype=None, shape=None):
+    """Zeros with the shape and dtype of ``x``."""
+    shape, dtype = _like(x, shape, dtype)
+    return _full(shape, 0, dtype)
+
+
+def ones_like(x, dtype=None, shape=None):
+    """Ones with the shape and dtype of ``x``."""
+    shape, dtype = _like(x, shape, dtype)
+    return _full(shape, 1, dtype)
+
+
+def full_like(x, fill_value, dtype=None, shape=None):
+    """``fill_value`` with the shape and dtype of ``x``."""
+    shape, dtype = _like(x, shape, dtype)
+    return full(shape, fill_value, dtype)
+
+
+def empty_like(x, dtype=None, shape=None):
+    """Same as ``zeros_like`` (tensors are immutable)."""
+    return zeros_like(x, dtype, shape)
+
+
+def _static(name, value):
+    if hasattr(value, "aval") and type(value).__name__ != "Tensor":
+        raise TypeError(f"{name}: arguments must be concrete numbers, not traced values")
+    return value.item() if hasattr(value, "item") else value
+
+
+def arange(start, stop=None, step=None, dtype=None, device=None):
+    """Evenly spaced values in [start, stop) (Python ints give int32, floats float32).
+
+    >>> fnp.arange(5)
+    tensor([0, 1, 2, 3, 4], dtype=int32)
+    """
+    _check_device(device)
+    start = _static("arange", start)
+    if stop is None:
+        start, stop = 0, start
+    stop = _static("arange", stop)
+    step = 1 if step is None else _static("arange", step)
+    if step == 0:
+        raise ValueError("arange: step must not be zero")
+    n = max(0, math.ceil((stop - start) / step))
+    if dtype is None:
+        dtype = dtypes.result_type(start, stop, step)
+    dtype = dtypes.canonicalize(dtype)
+    if dtype.kind in "iu":
+        count = iota(dtype, (n,), 0)
+    elif dtypes.is_inexact(dtype):
+        count = iota(dtypes.float64 if dtype == dtypes.float64 else dtypes.float32, (n,), 0)
+    else:
+        raise ValueError(f"arange: dtype {dtype.name} not supported")
+    out = count if (start, step) == (0, 1) else count * step + start
+    return ew.convert_element_type(out, dtype)
+
+
+def linspace(start, stop, num: int = 50, endpoint: bool = True, retstep: bool = False,
+             dtype=None, axis: int = 0):
+    """``num`` evenly spaced values from start to stop (inclusive by default).
+
+    >>> fnp.linspace(0.0, 1.0, 5)
+    """
+    if num < 0:
+        raise ValueError(f"linspace: num must be non-negative, got {num}")
+    start_t, stop_t = asarray(start), asarray(stop)
+    if dtype is None:
+        dtype = dtypes.result_type(start, stop)
+        dtype = dtypes.float_dtype_for(dtype)
+    dtype = dtypes.canonicalize(dtype)
+    work = dtypes.float_dtype_for(dtype) if dtypes.is_inexact(dtype) else dtypes.float32
+    start_t = ew.convert_element_type(start_t, work)
+    stop_t = ew.convert_element_type(stop_t, work)
+    div = (num - 1) if endpoint else num
+    shape = np.broadcast_shapes(start_t.shape, stop_t.shape)
+    steps = iota(work, (num, *shape), 0)
+    from funcgrad.numpy._util import broadcast_to
+
+    lo = broadcast_to(start_t, shape)
+    hi = broadcast_to(stop_t, shape)
+    lo_b = broadcast_in_dim(lo, (num, *shape), tuple(range(1, len(shape) + 1)))
+    hi_b = broadcast_in_dim(hi, (num, *shape), tuple(range(1, len(shape) + 1)))
+    step = (hi - lo) / div if div > 0 else (hi - lo) * float("nan")
+    if div > 0:
+        out = lo_b + steps * broadcast_in_dim(step, (num, *shape), tuple(range(1, len(shape) + 1)))
+        if endpoint and num > 1:
+            from funcgrad.numpy._elementwise import where
+
+            last = ew.eq(steps, _full(steps.shape, num - 1, work))
+            out = where(last, hi_b, out)
+    else:
+        out = lo_b
+    if axis != 0:
+        from funcgrad.numpy._shape import moveaxis
+
+        out = moveaxis(out, 0, axis)
+    out = ew.convert_element_type(out if dtypes.is_inexact(dtype) else
+                                  _floor(out), dtype)
+    return (out, step) if retstep else out
+
+
+def _floor(x):
+    from funcgrad.numpy._elementwise import floor
+
+    return floor(x)
+
+
+def logspace(start, stop, num: int = 50, endpoint: bool = True, base: float = 10.0,
+             dtype=None):
+    """``base ** linspace(start, stop, num)``."""
+    from funcgrad.numpy._elementwise import power
+
+    out = power(base, linspace(start, stop, num, endpoint))
+    return out if dtype is None else out.astype(dtype)
+
+
+def eye(N: int, M: int | None = None, k: int = 0, dtype=None):
+    """Identity-like 2-d tensor: ones on diagonal ``k``.
+
+    >>> fg.eye(2)
+    """
+    M = N if M is None else M
+    dtype = dtypes.float32 if dtype is None else dtypes.canonicalize(dtype)
+    rows = iota(dtypes.int32, (N, M), 0)
+    cols = iota(dtypes.int32, (N, M), 1)
+    hit = ew.eq(ew.add(rows, _full((N, M), k, dtypes.int32)), cols)
+    return ew.convert_element_type(hit, dtype)
+
+
+def identity(n: int, dtype=None):
+    """The n x n identity."""
+    return eye(n, dtype=dtype)
+
+
+def tri(N: int, M: int | None = None, k: int = 0, dtype=None):
+    """Ones at and below diagonal ``k``, zeros above."""
+    M = N if M is None else M
+    dtype = dtypes.float32 if dtype is None else dtypes.canonicalize(dtype)
+    rows = iota(dtypes.int32, (N, M), 0)
+    cols = iota(dtypes.int32, (N, M), 1)
+    hit = ew.le(cols, ew.add(rows, _full((N, M), k, dtypes.int32)))
+    return ew.convert_element_type(hit, dtype)
+
+
+def meshgrid(*xs, indexing: str = "xy"):
+    """Coordinate grids from 1-d coordinate vectors (as ``numpy.meshgrid``)."""
+    if indexing not in ("xy", "ij"):
+        raise ValueError("meshgrid: indexing must be 'xy' or 'ij'")
+    xs = [asarray(x) for x in xs]
+    shape = [x.size for x in xs]
+    if indexing == "xy" and len(xs) >= 2:
+        shape[0], shape[1] = shape[1], shape[0]
+    out = []
+    for i, x in enumerate(xs):
+        dim = i
+        if indexing == "xy" and len(xs) >= 2 and i < 2:
+            dim = 1 - i
+        out.append(broadcast_in_dim(x.reshape(-1), tuple(shape), (dim,)))
+    return out

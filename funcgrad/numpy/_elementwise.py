@@ -1,0 +1,456 @@
+"""Elementwise functions of funcgrad.numpy: tables of NumPy names over primitives."""
+
+from __future__ import annotations
+
+import math
+
+from funcgrad.core import dtypes
+from funcgrad.core.prims import elementwise as ew
+from funcgrad.core.prims.structural import full, full_like
+from funcgrad.numpy._util import apply_elementwise, asarray, promote
+
+
+def _unary(name, prim, *, inexact: bool, doc: str):
+    def fn(x):
+        (x,) = promote(name, x, to_inexact=inexact)
+        return apply_elementwise(name, prim, x)
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"{doc}, elementwise (as ``numpy.{name}``).\n\n>>> fnp.{name}(fg.tensor([0.5]))"
+    return fn
+
+
+def _binary(name, prim, *, inexact: bool = False, doc: str):
+    def fn(x, y):
+        x, y = promote(name, x, y, to_inexact=inexact)
+        return apply_elementwise(name, prim, x, y)
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = (f"{doc}, elementwise with broadcasting (as ``numpy.{name}``).\n\n"
+                  f">>> fnp.{name}(fg.tensor([1.0, 2.0]), 2.0)")
+    return fn
+
+
+# name: (primitive, promote integers to float, what it computes)
+_UNARY = {
+    "exp": (ew.exp_p, True, "e to the power x"),
+    "log": (ew.log_p, True, "Natural logarithm"),
+    "log1p": (ew.log1p_p, True, "log(1 + x), accurate near 0"),
+    "expm1": (ew.expm1_p, True, "exp(x) - 1, accurate near 0"),
+    "sin": (ew.sin_p, True, "Sine"),
+    "cos": (ew.cos_p, True, "Cosine"),
+    "tan": (ew.tan_p, True, "Tangent"),
+    "tanh": (ew.tanh_p, True, "Hyperbolic tangent"),
+    "sinh": (ew.sinh_p, True, "Hyperbolic sine"),
+    "cosh": (ew.cosh_p, True, "Hyperbolic cosine"),
+    "arcsin": (ew.asin_p, True, "Inverse sine"),
+    "arccos": (ew.acos_p, True, "Inverse cosine"),
+    "arctan": (ew.atan_p, True, "Inverse tangent"),
+    "arcsinh": (ew.asinh_p, True, "Inverse hyperbolic sine"),
+    "arccosh": (ew.acosh_p, True, "Inverse hyperbolic cosine"),
+    "arctanh": (ew.atanh_p, True, "Inverse hyperbolic tangent"),
+    "sqrt": (ew.sqrt_p, True, "Square root"),
+    "negative": (ew.neg_p, False, "Negation"),
+    "sign": (ew.sign_p, False, "Sign (-1, 0 or 1)"),
+    "conjugate": (ew.conj_p, False, "Complex conjugate"),
+}
+_BINARY = {
+    "add": (ew.add_p, False, "Sum"),
+    "subtract": (ew.sub_p, False, "Difference"),
+    "multiply": (ew.mul_p, False, "Product"),
+    "divide": (ew.div_p, True, "True quotient"),
+    "maximum": (ew.max_p, False, "Larger of two values (NaN propagates)"),
+    "minimum": (ew.min_p, False, "Smaller of two values (NaN propagates)"),
+    "arctan2": (ew.atan2_p, True, "Angle of the point (x2, x1): arctan(x1 / x2) by quadrant"),
+    "equal": (ew.eq_p, False, "x == y"),
+    "not_equal": (ew.ne_p, False, "x != y"),
+    "less": (ew.lt_p, False, "x < y"),
+    "less_equal": (ew.le_p, False, "x <= y"),
+    "greater": (ew.gt_p, False, "x > y"),
+    "greater_equal": (ew.ge_p, False, "x >= y"),
+    "bitwise_and": (ew.and_p, False, "Bitwise (or logical, for bool) and"),
+    "bitwise_or": (ew.or_p, False, "Bitwise (or logical, for bool) or"),
+    "bitwise_xor": (ew.xor_p, False, "Bitwise (or logical, for bool) xor"),
+    "left_shift": (ew.shift_left_p, False, "x shifted left by y bits"),
+}
+
+for _name, (_prim, _inexact, _doc) in _UNARY.items():
+    globals()[_name] = _unary(_name, _prim, inexact=_inexact, doc=_doc)
+for _name, (_prim, _inexact, _doc) in _BINARY.items():
+    globals()[_name] = _binary(_name, _prim, inexact=_inexact, doc=_doc)
+
+true_divide = divide  # noqa: F821
+conj = conjugate  # noqa: F821
+
+
+def positive(x):
+    """+x (a copy-free identity).
+
+    >>> fnp.positive(fg.tensor([-1.0]))
+    """
+    return asarray(x)
+
+
+def right_shift(x, y):
+    """x shifted right by y bits (arithmetic for signed integers, as NumPy)."""
+    x, y = promote("right_shift", x, y)
+    prim = ew.shift_right_arithmetic_p if x.dtype.kind == "i" else ew.shift_right_logical_p
+    return apply_elementwise("right_shift", prim, x, y)
+
+
+def invert(x):
+    """Bitwise not (logical not for bool).
+
+    >>> fnp.invert(fg.tensor([True, False]))
+    """
+    x = asarray(x)
+    return apply_elementwise("invert", ew.not_p, x)
+
+
+bitwise_not = bitwise_invert = invert
+
+
+def logical_not(x):
+    """Logical not of the truth values of x."""
+    return invert(_truth(x))
+
+
+def _truth(x):
+    x = asarray(x)
+    return x if x.dtype == dtypes.bool_ else not_equal(x, 0)  # noqa: F821
+
+
+def logical_and(x, y):
+    """Logical and of the truth values of x and y."""
+    return bitwise_and(_truth(x), _truth(y))  # noqa: F821
+
+
+def logical_or(x, y):
+    """Logical or of the truth values of x and y."""
+    return bitwise_or(_truth(x), _truth(y))  # noqa: F821
+
+
+def logical_xor(x, y):
+    """Logical xor of the truth values of x and y."""
+    return bitwise_xor(_truth(x), _truth(y))  # noqa: F821
+
+
+def abs(x):  # noqa: A001  (NumPy's name)
+    """Absolute value (magnitude for complex numbers), elementwise.
+
+    >>> fnp.abs(fg.tensor([-1.5, 2.0]))
+    """
+    x = asarray(x)
+    if x.dtype.kind == "b":
+        return x
+    if dtypes.is_complex(x.dtype):
+        return sqrt(real(x) * real(x) + imag(x) * imag(x))  # noqa: F821
+    return apply_elementwise("abs", ew.abs_p, x)
+
+
+absolute = abs
+
+
+def real(x):
+    """Real part (the value itself for real dtypes)."""
+    x = asarray(x)
+    return apply_elementwise("real", ew.real_p, x) if dtypes.is_complex(x.dtype) else x
+
+
+def imag(x):
+    """Imaginary part (zeros for real dtypes)."""
+    x = asarray(x)
+    if dtypes.is_complex(x.dtype):
+        return apply_elementwise("imag", ew.imag_p, x)
+    return full_like(x, 0)
+
+
+def square(x):
+    """x * x, elementwise.
+
+    >>> fnp.square(fg.tensor([3.0]))
+    """
+    x = asarray(x)
+    return ew.integer_pow(x, 2)
+
+
+def reciprocal(x):
+    """1 / x, elementwise."""
+    return divide(1, x)  # noqa: F821
+
+
+def floor(x):
+    """Largest integer <= x (integers pass through)."""
+    x = asarray(x)
+    return x if not dtypes.is_inexact(x.dtype) else apply_elementwise("floor", ew.floor_p, x)
+
+
+def ceil(x):
+    """Smallest integer >= x (integers pass through)."""
+    x = asarray(x)
+    return x if not dtypes.is_inexact(x.dtype) else apply_elementwise("ceil", ew.ceil_p, x)
+
+
+def trunc(x):
+    """Round towards zero."""
+    x = asarray(x)
+    return x if not dtypes.is_inexact(x.dtype) else ew.trunc(x)
+
+
+fix = trunc
+
+
+def round(x, decimals: int = 0):  # noqa: A001
+    """Round half to even to ``decimals`` places, as NumPy.
+
+    >>> fnp.round(fg.tensor([0.5, 1.5, 2.25]), 1)
+    """
+    x = asarray(x)
+    if not dtypes.is_inexact(x.dtype):
+        return x
+    if decimals == 0:
+        return apply_elementwise("round", ew.round_p, x)
+    scale = 10.0 ** decimals
+    return apply_elementwise("round", ew.round_p, x * scale) / scale
+
+
+around = round
+
+
+def rint(x):
+    """Round to the nearest integer, half to even."""
+    return round(x)
+
+
+def isnan(x):
+    """True where x is NaN.
+
+    >>> fnp.isnan(fg.tensor([1.0, float("nan")]))
+    """
+    x = asarray(x)
+    if not dtypes.is_inexact(x.dtype):
+        return full(x.shape, False, dtypes.bool_)
+    return not_equal(x, x)  # noqa: F821
+
+
+def isfinite(x):
+    """True where x is neither infinite nor NaN."""
+    x = asarray(x)
+    if not dtypes.is_inexact(x.dtype):
+        return full(x.shape, True, dtypes.bool_)
+    if dtypes.is_complex(x.dtype):
+        return logical_and(isfinite(real(x)), isfinite(imag(x)))
+    return apply_elementwise("isfinite", ew.is_finite_p, x)
+
+
+def isinf(x):
+    """True where x is +inf or -inf."""
+    x = asarray(x)
+    if not dtypes.is_inexact(x.dtype):
+        return full(x.shape, False, dtypes.bool_)
+    return equal(abs(x), math.inf)  # noqa: F821
+
+
+def isposinf(x):
+    """True where x is +inf."""
+    return equal(x, math.inf)  # noqa: F821
+
+
+def isneginf(x):
+    """True where x is -inf."""
+    return equal(x, -math.inf)  # noqa: F821
+
+
+def power(x, y):
+    """x ** y, elementwise; a Python int exponent uses repeated multiplication.
+
+    >>> fnp.power(fg.tensor([2.0, 3.0]), 2)
+    """
+    if isinstance(y, int) and not isinstance(y, bool):
+        x = asarray(x)
+        if not dtypes.is_inexact(x.dtype) and y < 0:
+            raise ValueError("power: integers to negative integer powers are not allowed")
+        return ew.integer_pow(x, y)
+    x, y = promote("power", x, y)
+    return apply_elementwise("power", ew.pow_p, x, y)
+
+
+pow = power  # noqa: A001
+
+
+def float_power(x, y):
+    """x ** y computed in float64."""
+    return power(asarray(x, dtypes.float64), asarray(y, dtypes.float64))
+
+
+def floor_divide(x, y):
+    """Largest integer <= x / y, elementwise (as ``numpy.floor_divide``).
+
+    >>> fnp.floor_divide(fg.tensor([7, -7]), 2)
+    """
+    x, y = promote("floor_divide", x, y)
+    if dtypes.is_inexact(x.dtype):
+        return floor(apply_elementwise("floor_divide", ew.div_p, x, y))
+    q = apply_elementwise("floor_divide", ew.div_p, x, y)
+    if x.dtype.kind == "u":
+        return q
+    r = apply_elementwise("floor_divide", ew.rem_p, x, y)
+    adjust = logical_and(not_equal(r, 0), not_equal(less(r, 0), less(y, 0)))  # noqa: F821
+    return where(adjust, q - 1, q)
+
+
+def remainder(x, y):
+    """x mod y with the sign of y (as ``numpy.remainder`` / Python's %).
+
+    >>> fnp.remainder(fg.tensor([7, -7]), 3)
+    """
+    x, y = promote("remainder", x, y)
+    r = apply_elementwise("remainder", ew.rem_p, x, y)
+    if x.dtype.kind == "u":
+        return r
+    adjust = logical_and(not_equal(r, 0), not_equal(less(r, 0), less(y, 0)))  # noqa: F821
+    return where(adjust, r + y, r)
+
+
+mod = remainder
+
+
+def fmod(x, y):
+    """C-style remainder (sign of x)."""
+    x, y = promote("fmod", x, y)
+    return apply_elementwise("fmod", ew.rem_p, x, y)
+
+
+def divmod_(x, y):
+    """(floor_divide(x, y), remainder(x, y))."""
+    return floor_divide(x, y), remainder(x, y)
+
+
+def exp2(x):
+    """2 ** x, elementwise."""
+    (x,) = promote("exp2", x, to_inexact=True)
+    return exp(x * math.log(2.0))  # noqa: F821
+
+
+def log2(x):
+    """Base-2 logarithm."""
+    (x,) = promote("log2", x, to_inexact=True)
+    return log(x) / math.log(2.0)  # noqa: F821
+
+
+def log10(x):
+    """Base-10 logarithm."""
+    (x,) = promote("log10", x, to_inexact=True)
+    return log(x) / math.log(10.0)  # noqa: F821
+
+
+def logaddexp(x, y):
+    """log(exp(x) + exp(y)) without overflow.
+
+    >>> fnp.logaddexp(fg.tensor([1000.0]), 1000.0)
+    """
+    x, y = promote("logaddexp", x, y, to_inexact=True)
+    big = maximum(x, y)  # noqa: F821
+    delta = subtract(x, y)  # noqa: F821
+    both_inf = logical_and(isinf(big), equal(x, y))  # noqa: F821
+    safe_delta = where(both_inf, full_like(delta, 0), delta)
+    return where(both_inf, big, big + log1p(exp(-abs(safe_delta))))  # noqa: F821
+
+
+def hypot(x, y):
+    """sqrt(x**2 + y**2), elementwise."""
+    x, y = promote("hypot", x, y, to_inexact=True)
+    return sqrt(x * x + y * y)  # noqa: F821
+
+
+def deg2rad(x):
+    """Degrees to radians."""
+    (x,) = promote("deg2rad", x, to_inexact=True)
+    return x * (math.pi / 180.0)
+
+
+radians = deg2rad
+
+
+def rad2deg(x):
+    """Radians to degrees."""
+    (x,) = promote("rad2deg", x, to_inexact=True)
+    return x * (180.0 / math.pi)
+
+
+degrees = rad2deg
+
+
+def sinc(x):
+    """sin(pi x) / (pi x), 1 at 0."""
+    (x,) = promote("sinc", x, to_inexact=True)
+    zero = equal(x, 0)  # noqa: F821
+    safe = where(zero, full_like(x, 1), x)
+    return where(zero, full_like(x, 1), sin(safe * math.pi) / (safe * math.pi))  # noqa: F821
+
+
+def where(condition, x=None, y=None):
+    """Pick ``x`` where ``condition`` holds, else ``y`` (broadcasting all three).
+
+    With only ``condition``, the indices of its non-zero elements (eager only).
+
+    >>> fnp.where(fg.tensor([True, False]), 1.0, 0.0)
+    """
+    if x is None and y is None:
+        from funcgrad.numpy._indexing import nonzero
+
+        return nonzero(condition)
+    if x is None or y is None:
+        raise ValueError("where: pass both x and y, or neither")
+    condition = _truth(condition)
+    x, y = promote("where", x, y)
+    return apply_elementwise("where", ew.select_n_p, condition, y, x)
+
+
+def clip(x, a_min=None, a_max=None, *, min=None, max=None):  # noqa: A002
+    """Limit values to [min, max] (either may be None).
+
+    >>> fnp.clip(fg.tensor([-2.0, 0.5, 3.0]), 0.0, 1.0)
+    """
+    lo = a_min if min is None else min
+    hi = a_max if max is None else max
+    x = asarray(x)
+    if lo is not None:
+        x = maximum(x, lo)  # noqa: F821
+    if hi is not None:
+        x = minimum(x, hi)  # noqa: F821
+    return x
+
+
+def nan_to_num(x, nan: float = 0.0, posinf=None, neginf=None):
+    """Replace NaN and infinities with finite numbers."""
+    x = asarray(x)
+    if not dtypes.is_inexact(x.dtype):
+        return x
+    info = dtypes.finfo(x.dtype)
+    posinf = float(info.max) if posinf is None else posinf
+    neginf = float(info.min) if neginf is None else neginf
+    x = where(isnan(x), nan, x)
+    x = where(isposinf(x), posinf, x)
+    return where(isneginf(x), neginf, x)
+
+
+def heaviside(x, h0):
+    """0 for x < 0, h0 at 0, 1 for x > 0."""
+    x, h0 = promote("heaviside", x, h0)
+    return where(less(x, 0), 0, where(greater(x, 0), 1, h0))  # noqa: F821
+
+
+def copysign(x, y):
+    """|x| with the sign of y."""
+    x, y = promote("copysign", x, y, to_inexact=True)
+    negative_y = logical_or(less(y, 0), logical_and(equal(y, 0), less(1 / y, 0)))  # noqa: F821
+    return where(negative_y, -abs(x), abs(x))
+
+
+def signbit(x):
+    """True where the sign bit is set (negative numbers and -0.0)."""
+    x = asarray(x)
+    if not dtypes.is_inexact(x.dtype):
+        return less(x, 0)  # noqa: F821
+    return logical_or(less(x, 0), logical_and(equal(x, 0), less(1 / x, 0)))  # noqa: F821

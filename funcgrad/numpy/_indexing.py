@@ -1,0 +1,425 @@
+"""NumPy-style indexing (``t[...]``), functional updates (``t.at[...]``), take, sort.
+
+Basic indices (ints, slices, None, Ellipsis) become one ``slice`` (plus ``rev`` for
+negative steps) and a reshape; integer-array indices become one ``gather``, placed as
+NumPy places advanced-index dimensions.  ``.at[idx]`` updates scatter into the flat
+positions that ``idx`` selects.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from funcgrad.core import dtypes
+from funcgrad.core.prims import elementwise as ew
+from funcgrad.core.prims import indexing as ix
+from funcgrad.core.prims import sorting
+from funcgrad.core.prims import structural as st
+from funcgrad.core.tensor import Tensor
+from funcgrad.numpy._util import asarray, broadcast_shapes, broadcast_to, normalize_axis
+
+_INT_TYPES = (int, np.integer)
+
+
+class _Advanced:
+    """An integer-array index entry: its value (Tensor) and the axis it consumes."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value
+
+
+def _is_traced(x) -> bool:
+    return isinstance(x, Tensor) and type(x) is not Tensor
+
+
+def _expand_entries(index, ndim):
+    """The index as a list of entries (None, int, slice, _Advanced), Ellipsis expanded and
+    boolean masks turned into integer arrays."""
+    index = index if isinstance(index, tuple) else (index,)
+    entries = []
+    for item in index:
+        if item is None or item is Ellipsis or isinstance(item, slice):
+            entries.append(item)
+        elif isinstance(item, bool) or isinstance(item, np.bool_):
+            raise TypeError("indexing with a Python bool is not supported; use a bool tensor")
+        elif isinstance(item, _INT_TYPES):
+            entries.append(int(item))
+        elif isinstance(item, (list, tuple, np.ndarray, Tensor)):
+            value = item if isinstance(item, Tensor) else asarray(
+                np.asarray(item) if not isinstance(item, np.ndarray) else item)
+            if value.dtype == dtypes.bool_:
+                if _is_traced(value):
+                    raise TypeError(
+                        "boolean mask indexing needs concrete values: the result's shape "
+                        "depends on the mask. Under jit/vmap use fnp.where(mask, x, 0) instead")
+                for col in np.nonzero(np.asarray(value)):
+                    entries.append(_Advanced(asarray(col.astype(np.int32))))
+                continue  # a mask consumes value.ndim axes, one index array each
+            if value.dtype.kind not in "iu":
+                raise TypeError(f"indices must be integers, slices, None, ... or integer/bool "
+                                f"tensors, got a {value.dtype.name} tensor")
+            entries.append(_Advanced(value))
+        else:
+            raise TypeError(f"invalid index {item!r} of type {type(item).__name__}: use ints, "
+                            "slices, None, Ellipsis, or integer/bool tensors")
+    if sum(e is Ellipsis for e in entries) > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    consumed = sum(1 for e in entries if e is not None and e is not Ellipsis)
+    if consumed > ndim:
+        raise IndexError(f"too many indices for a tensor of rank {ndim}: {consumed} were given")
+    fill = [slice(None)] * (ndim - consumed)
+    if Ellipsis in [e for e in entries if not isinstance(e, _Advanced)]:
+        at = next(i for i, e in enumerate(entries) if e is Ellipsis)
+        entries[at:at + 1] = fill
+    else:
+        entries += fill
+    return entries
+
+
+def _check_int(i, size, axis):
+    if not -size <= i < size:
+        raise IndexError(f"index {i} is out of bounds for axis {axis} with size {size}")
+    return i % size
+
+
+def _normalized_indices(value, size, axis):
+    """Integer index tensor with negatives wrapped; concrete ones are bounds-checked."""
+    if not _is_traced(value):
+        arr = np.asarray(value)
+        if arr.size and (arr.min() < -size or arr.max() >= size):
+            bad = arr[(arr < -size) | (arr >= size)].flat[0]
+            raise IndexError(f"index {bad} is out of bounds for axis {axis} with size {size}")
+        return asarray(np.where(arr < 0, arr + size, arr).astype(
+            np.int32 if size < 2**31 else np.int64))
+    value = ew.convert_element_type(value, dtypes.int32) if value.dtype != dtypes.int32 else value
+    size_t = st.full(value.shape, size, value.dtype)
+    return ew.select_n(ew.lt(value, st.zeros_like(value)), value, ew.add(value, size_t))
+
+
+def getitem(x, index):
+    """``x[index]`` with NumPy semantics (advanced-index placement included)."""
+    x = asarray(x)
+    entries = _expand_entries(index, x.ndim)
+    has_advanced = any(isinstance(e, _Advanced) for e in entries)
+    if has_advanced:  # with arrays present, ints act as 0-d integer arrays (NumPy)
+        entries = [_Advanced(asarray(np.int32(e))) if isinstance(e, int) else e
+                   for e in entries]
+
+    starts, limits, strides, reversed_axes, squeezed = [], [], [], [], []
+    axis = 0
+    for e in entries:
+        if e is None:
+            continue
+        size = x.shape[axis]
+        if isinstance(e, int):
+            i = _check_int(e, size, axis)
+            starts.append(i), limits.append(i + 1), strides.append(1)
+            squeezed.append(axis)
+        elif isinstance(e, slice):
+            start, stop, step = e.indices(size)
+            if step < 0:
+                reversed_axes.append(axis)
+                start, stop = size - 1 - start, size - 1 - stop
+                step = -step
+            count = max(0, -(-(stop - start) // step))
+            starts.append(start if count else 0)
+            limits.append(start + (count - 1) * step + 1 if count else 0)
+            strides.append(step)
+        else:
+            starts.append(0), limits.append(size), strides.append(1)
+        axis += 1
+    if reversed_axes:
+        x = st.rev(x, reversed_axes)
+    x = st.slice_(x, starts, limits, strides)
+    if squeezed:
+        x = st.reshape(x, [d for i, d in enumerate(x.shape) if i not in squeezed])
+
+    # the plan of output dims, in order: ("dim", k) a kept axis, ("new",) a None axis,
+    # ("adv",) the broadcast advanced-index dims
+    plan, advanced, kept = [], [], 0
+    advanced_positions = [i for i, e in enumerate(entries) if isinstance(e, _Advanced)]
+    adjacent = (not advanced_positions or advanced_positions[-1] - advanced_positions[0]
+                == len(advanced_positions) - 1)
+    if advanced_positions and not adjacent:
+        plan.append(("adv",))
+    for i, e in enumerate(entries):
+        if e is None:
+            plan.append(("new",))
+        elif isinstance(e, _Advanced):
+            advanced.append((kept, e.value))
+            if adjacent and i == advanced_positions[0]:
+                plan.append(("adv",))
+            kept += 1
+        elif isinstance(e, slice):
+            plan.append(("dim", kept))
+            kept += 1
+    if advanced:
+        axes = tuple(a for a, _ in advanced)
+        values = [_normalized_indices(v, x.shape[a], a) for a, v in advanced]
+        batch = broadcast_shapes("indexing", *(v.shape for v in values))
+        cols = [st.reshape(broadcast_to(ew.convert_element_type(v, values[0].dtype), batch),
+                           (*batch, 1)) for v in values]
+        idx = st.concatenate(cols, len(batch))
+        rest = [a for a in range(x.ndim) if a not in axes]
+        x = ix.gather(x, idx, axes)
+        nb = len(batch)
+        where_rest = {a: nb + j for j, a in enumerate(rest)}
+        perm = []
+        for item in plan:
+            if item[0] == "adv":
+                perm += list(range(nb))
+            elif item[0] == "dim":
+                perm.append(where_rest[item[1]])
+        x = st.transpose(x, perm)
+        final = []
+        dims = iter(x.shape)
+        for item in plan:
+            if item[0] == "adv":
+                final += [next(dims) for _ in range(nb)]
+            elif item[0] == "dim":
+                final.append(next(dims))
+            else:
+                final.append(1)
+        return st.reshape(x, final)
+    if any(item[0] == "new" for item in plan):
+        dims = iter(x.shape)
+        final = [1 if item[0] == "new" else next(dims) for item in plan]
+        return st.reshape(x, final)
+    return x
+
+
+# --- functional updates: t.at[idx].set(v) -----------------------------------------------
+
+
+class _AtIndexer:
+    """``t.at``: indexable helper for functional updates."""
+
+    __slots__ = ("tensor",)
+
+    def __init__(self, tensor):
+        self.tensor = tensor
+
+    def __getitem__(self, index):
+        return _AtRef(self.tensor, index)
+
+
+class _AtRef:
+    """``t.at[idx]``: ``.set/.add/.mul/.min/.max/.get`` return new tensors."""
+
+    __slots__ = ("tensor", "index")
+
+    def __init__(self, tensor, index):
+        self.tensor = tensor
+        self.index = index
+
+    def get(self, **_):
+        """The selected elements, like ``t[idx]``."""
+        return getitem(self.tensor, self.index)
+
+    def set(self, values, **_):
+        """A copy with the selected elements replaced by ``values``.
+
+        >>> fg.zeros(3).at[1].set(5.0)
+        tensor([0., 5., 0.], dtype=float32)
+        """
+        return _update(self.tensor, self.index, values, "set")
+
+    def add(self, values, **_):
+        """A copy with ``values`` added to the selected elements (repeats accumulate)."""
+        return _update(self.tensor, self.index, values, "add")
+
+    def subtract(self, values, **_):
+        """A copy with ``values`` subtracted from the selected elements."""
+        return _update(self.tensor, self.index, -asarray(values), "add")
+
+    def mul(self, values, **_):
+        """A copy with the selected elements multiplied by ``values``."""
+        return _update(self.tensor, self.index, values, "mul")
+
+    multiply = mul
+
+    def divide(self, values, **_):
+        """A copy with the selected elements divided by ``values``."""
+        x = asarray(self.tensor)
+        return _update(x, self.index, 1 / asarray(values, x.dtype), "mul")
+
+    def power(self, values, **_):
+        """A copy with the selected elements raised to ``values``."""
+        x = asarray(self.tensor)
+        return _update(x, self.index, getitem(x, self.index) ** values, "set")
+
+    def min(self, values, **_):
+        """A copy with the selected elements replaced by min(element, values)."""
+        return _update(self.tensor, self.index, values, "min")
+
+    def max(self, values, **_):
+        """A copy with the selected elements replaced by max(element, values)."""
+        return _update(self.tensor, self.index, values, "max")
+
+
+def _update(x, index, values, mode):
+    x = asarray(x)
+    index_dtype = dtypes.int32 if x.size < 2**31 else dtypes.int64
+    positions = getitem(st.reshape(st.iota(index_dtype, (x.size,), 0), x.shape), index)
+    values = asarray(values)
+    if values.dtype != x.dtype:
+        values = ew.convert_element_type(values, x.dtype)
+    try:
+        values = broadcast_to(values, positions.shape) if values.shape != positions.shape \
+            else values
+        if broadcast_shapes("at[]", values.shape, positions.shape) != positions.shape:
+            raise ValueError
+    except ValueError:
+        raise ValueError(f"at[].{mode}: values of shape {values.shape} cannot be broadcast to "
+                         f"the indexed shape {positions.shape}") from None
+    flat = st.reshape(x, (x.size,))
+    out = ix.scatter(flat, st.reshape(positions, (positions.size, 1)),
+                     st.reshape(values, (positions.size,)), (0,), mode)
+    return st.reshape(out, x.shape)
+
+
+# --- take, take_along_axis, sorting, nonzero ----------------------------------------------
+
+
+def take(x, indices, axis=None, mode=None):
+    """Elements of ``x`` at ``indices`` along ``axis`` (of the flattened ``x`` by default).
+
+    >>> fnp.take(fg.tensor([10, 20, 30]), fg.tensor([2, 0]))
+    tensor([30, 10], dtype=int32)
+    """
+    x = asarray(x)
+    if axis is None:
+        x, axis = st.reshape(x, (x.size,)), 0
+    axis = normalize_axis("take", axis, x.ndim)
+    indices = indices if isinstance(indices, Tensor) else asarray(np.asarray(indices))
+    return getitem(x, (slice(None),) * axis + (indices,))
+
+
+def take_along_axis(x, indices, axis):
+    """Pick along ``axis`` with an index tensor shaped like ``x`` (NumPy semantics).
+
+    >>> x = fg.tensor([[3, 1], [2, 4]])
+    >>> fnp.take_along_axis(x, fnp.argsort(x, axis=1), axis=1)
+    """
+    x = asarray(x)
+    indices = indices if isinstance(indices, Tensor) else asarray(np.asarray(indices))
+    if axis is None:
+        x, axis = st.reshape(x, (x.size,)), 0
+    if indices.ndim != x.ndim:
+        raise ValueError(f"take_along_axis: indices of rank {indices.ndim} must match x's rank "
+                         f"{x.ndim}")
+    axis = normalize_axis("take_along_axis", axis, x.ndim)
+    x_shape = list(x.shape)
+    idx_shape = list(indices.shape)
+    x_shape[axis] = idx_shape[axis] = 1
+    common = list(broadcast_shapes("take_along_axis", tuple(x_shape), tuple(idx_shape)))
+    x_target = common.copy()
+    x_target[axis] = x.shape[axis]
+    idx_target = common.copy()
+    idx_target[axis] = indices.shape[axis]
+    x = broadcast_to(x, tuple(x_target))
+    indices = broadcast_to(_normalized_indices(indices, x.shape[axis], axis), tuple(idx_target))
+    return ix.take_along_axis(x, indices, axis)
+
+
+def sort(x, axis=-1, kind=None, order=None, *, stable: bool = True, descending: bool = False):
+    """Sorted copy along ``axis`` (flattened if None); NaNs go last.
+
+    >>> fnp.sort(fg.tensor([3.0, 1.0, 2.0]))
+    tensor([1., 2., 3.], dtype=float32)
+    """
+    x = asarray(x)
+    if axis is None:
+        x, axis = st.reshape(x, (x.size,)), 0
+    if x.ndim == 0:
+        return x
+    axis = normalize_axis("sort", axis, x.ndim)
+    (out,) = sorting.sort((x,), axis, 1)
+    return st.rev(out, (axis,)) if descending else out
+
+
+def argsort(x, axis=-1, kind=None, order=None, *, stable: bool = True,
+            descending: bool = False):
+    """Indices that sort ``x`` along ``axis`` (stable).
+
+    >>> fnp.argsort(fg.tensor([3.0, 1.0, 2.0]))
+    tensor([1, 2, 0], dtype=int32)
+    """
+    x = asarray(x)
+    if axis is None:
+        x, axis = st.reshape(x, (x.size,)), 0
+    if x.ndim == 0:
+        return st.full((), 0, dtypes.int32)
+    axis = normalize_axis("argsort", axis, x.ndim)
+    keys = -x if descending and x.dtype.kind not in "bu" else x
+    if descending and x.dtype.kind in "bu":
+        keys = ew.convert_element_type(x, dtypes.int64) * -1
+    _, perm = sorting.sort((keys, st.iota(dtypes.int32, x.shape, axis)), axis, 1)
+    return perm
+
+
+def nonzero(x):
+    """Indices of the non-zero elements, one int32 tensor per axis (eager only).
+
+    >>> fnp.nonzero(fg.tensor([0, 3, 0, 4]))
+    """
+    x = asarray(x)
+    if _is_traced(x):
+        raise TypeError("nonzero: the result's shape depends on the values, so it needs "
+                        "concrete input; under jit/vmap use fnp.where(cond, x, y)")
+    return tuple(asarray(i.astype(np.int32)) for i in np.nonzero(np.asarray(x)))
+
+
+def argwhere(x):
+    """Indices of the non-zero elements as rows of an (N, ndim) tensor (eager only)."""
+    from funcgrad.numpy._shape import stack
+
+    cols = nonzero(x)
+    x = asarray(x)
+    if not cols:
+        return asarray(np.zeros((int(bool(x)), 0), np.int32))
+    return stack(cols, axis=1)
+
+
+def flatnonzero(x):
+    """Indices of the non-zero elements of the flattened tensor (eager only)."""
+    x = asarray(x)
+    return nonzero(st.reshape(x, (x.size,)))[0]
+
+
+def searchsorted(a, v, side: str = "left"):
+    """Insertion positions of ``v`` in the sorted 1-d ``a`` that keep it sorted.
+
+    >>> fnp.searchsorted(fg.tensor([1.0, 2.0, 3.0]), 2.5)
+    tensor(2, dtype=int32)
+    """
+    from funcgrad.numpy._reductions import sum as _sum
+
+    if side not in ("left", "right"):
+        raise ValueError("searchsorted: side must be 'left' or 'right'")
+    a, v = asarray(a), asarray(v)
+    if a.ndim != 1:
+        raise ValueError(f"searchsorted: a must be 1-d, got shape {a.shape}")
+    from funcgrad.numpy._util import promote
+
+    a, v = promote("searchsorted", a, v)
+    grid_v = st.broadcast_in_dim(v, (*v.shape, a.shape[0]), tuple(range(v.ndim)))
+    grid_a = st.broadcast_in_dim(a, (*v.shape, a.shape[0]), (v.ndim,))
+    below = ew.lt(grid_a, grid_v) if side == "left" else ew.le(grid_a, grid_v)
+    return _sum(below, axis=-1, dtype=dtypes.int32)
+
+
+def unique(x, return_index=False, return_inverse=False, return_counts=False, axis=None):
+    """Sorted unique elements (eager only, as the size depends on the values)."""
+    x = asarray(x)
+    if _is_traced(x):
+        raise TypeError("unique: the result's shape depends on the values; it needs concrete "
+                        "input (call it outside jit/vmap)")
+    out = np.unique(np.asarray(x), return_index=return_index, return_inverse=return_inverse,
+                    return_counts=return_counts, axis=axis)
+    if isinstance(out, tuple):
+        return tuple(asarray(o.astype(np.int32) if o.dtype == np.int64 and i else o)
+                     for i, o in enumerate(out))
+    return asarray(out)

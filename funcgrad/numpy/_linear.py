@@ -1,0 +1,120 @@
+"""Products: matmul, dot, vdot, inner, outer, tensordot (einsum lives in _einsum)."""
+
+from __future__ import annotations
+
+from funcgrad.core import dtypes
+from funcgrad.core.prims.dot import dot_general
+from funcgrad.core.prims import structural as st
+from funcgrad.numpy._util import broadcast_shapes, broadcast_to, promote
+
+
+def matmul(a, b):
+    """Matrix product with NumPy's rules (1-d promoted, leading axes broadcast).
+
+    >>> fnp.matmul(fnp.ones((2, 3)), fnp.ones((3, 4))).shape
+    (2, 4)
+    """
+    a, b = promote("matmul", a, b)
+    if a.ndim == 0 or b.ndim == 0:
+        raise ValueError(f"matmul: operands must have at least one axis, got shapes {a.shape} "
+                         f"and {b.shape}")
+    squeeze_a, squeeze_b = a.ndim == 1, b.ndim == 1
+    if squeeze_a:
+        a = st.reshape(a, (1, a.shape[0]))
+    if squeeze_b:
+        b = st.reshape(b, (b.shape[0], 1))
+    if a.shape[-1] != b.shape[-2]:
+        sa = a.shape[1:] if squeeze_a else a.shape
+        sb = b.shape[:1] if squeeze_b else b.shape
+        raise ValueError(f"matmul: shapes {sa} and {sb} do not align "
+                         f"({a.shape[-1]} != {b.shape[-2]})")
+    batch = broadcast_shapes("matmul", a.shape[:-2], b.shape[:-2])
+    if a.ndim == 2 and b.ndim == 2:
+        out = dot_general(a, b, (((1,), (0,)), ((), ())))
+    elif b.ndim == 2:
+        # (..., m, k) @ (k, n): contract without broadcasting b
+        out = dot_general(a, b, (((a.ndim - 1,), (0,)), ((), ())))
+    else:
+        a = broadcast_to(a, batch + a.shape[-2:])
+        b = broadcast_to(b, batch + b.shape[-2:])
+        nb = len(batch)
+        out = dot_general(a, b, (((nb + 1,), (nb,)), (tuple(range(nb)), tuple(range(nb)))))
+    if squeeze_a:
+        out = st.reshape(out, out.shape[:-2] + out.shape[-1:])
+    if squeeze_b:
+        out = st.reshape(out, out.shape[:-1])
+    return out
+
+
+def dot(a, b):
+    """NumPy's dot: scalars multiply, 1-d/2-d as matmul, N-d contracts a's last axis with
+    b's second-to-last."""
+    a, b = promote("dot", a, b)
+    if a.ndim == 0 or b.ndim == 0:
+        return a * b
+    if b.ndim <= 2:
+        return matmul(a, b)
+    contract_b = b.ndim - 2
+    if a.shape[-1] != b.shape[contract_b]:
+        raise ValueError(f"dot: shapes {a.shape} and {b.shape} do not align "
+                         f"({a.shape[-1]} != {b.shape[contract_b]})")
+    return dot_general(a, b, (((a.ndim - 1,), (contract_b,)), ((), ())))
+
+
+def vdot(a, b):
+    """Dot product of the flattened inputs (conjugating the first)."""
+    a, b = promote("vdot", a, b)
+    if a.size != b.size:
+        raise ValueError(f"vdot: sizes {a.size} and {b.size} differ")
+    if dtypes.is_complex(a.dtype):
+        from funcgrad.numpy._elementwise import conjugate
+
+        a = conjugate(a)
+    return dot_general(st.reshape(a, (a.size,)), st.reshape(b, (b.size,)), (((0,), (0,)), ((), ())))
+
+
+def inner(a, b):
+    """Sum product over the last axes."""
+    a, b = promote("inner", a, b)
+    if a.ndim == 0 or b.ndim == 0:
+        return a * b
+    if a.shape[-1] != b.shape[-1]:
+        raise ValueError(f"inner: shapes {a.shape} and {b.shape} do not align "
+                         f"({a.shape[-1]} != {b.shape[-1]})")
+    return dot_general(a, b, (((a.ndim - 1,), (b.ndim - 1,)), ((), ())))
+
+
+def outer(a, b):
+    """Outer product of the flattened inputs.
+
+    >>> fnp.outer(fg.tensor([1.0, 2.0]), fg.tensor([1.0, 10.0]))
+    """
+    a, b = promote("outer", a, b)
+    a, b = st.reshape(a, (a.size,)), st.reshape(b, (b.size,))
+    return dot_general(a, b, (((), ()), ((), ())))
+
+
+def tensordot(a, b, axes=2):
+    """Sum products over ``axes`` (an int N: a's last N with b's first N; or two lists).
+
+    >>> fnp.tensordot(fnp.ones((2, 3)), fnp.ones((3, 4)), axes=1).shape
+    (2, 4)
+    """
+    a, b = promote("tensordot", a, b)
+    if isinstance(axes, int):
+        if axes < 0 or axes > min(a.ndim, b.ndim):
+            raise ValueError(f"tensordot: axes={axes} out of range for shapes {a.shape} and "
+                             f"{b.shape}")
+        axes_a = tuple(range(a.ndim - axes, a.ndim))
+        axes_b = tuple(range(axes))
+    else:
+        axes_a, axes_b = axes
+        axes_a = (axes_a,) if isinstance(axes_a, int) else tuple(axes_a)
+        axes_b = (axes_b,) if isinstance(axes_b, int) else tuple(axes_b)
+        axes_a = tuple(x % a.ndim for x in axes_a)
+        axes_b = tuple(x % b.ndim for x in axes_b)
+    for x, y in zip(axes_a, axes_b):
+        if a.shape[x] != b.shape[y]:
+            raise ValueError(f"tensordot: shapes {a.shape} and {b.shape} do not align on axes "
+                             f"{axes_a} / {axes_b} ({a.shape[x]} != {b.shape[y]})")
+    return dot_general(a, b, ((axes_a, axes_b), ((), ())))

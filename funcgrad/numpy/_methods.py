@@ -1,0 +1,162 @@
+"""Operators and NumPy-style methods of Tensor, attached from one table.
+
+They live here, not in tensor.py, because they are funcgrad.numpy functions; tracers
+inherit them, so user code behaves the same inside every transformation.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from funcgrad.core import interpreter as _interp
+from funcgrad.core.prims import elementwise as ew
+from funcgrad.core.tensor import Tensor, wrap
+from funcgrad import numpy as fnp
+from funcgrad.numpy import _indexing
+
+
+def _swap(fn):
+    return lambda self, other: fn(other, self)
+
+
+def _fast_binary(prim, fallback):
+    """Operator with an eager fast path for two same-shape, same-dtype concrete tensors."""
+    impl = prim.impl
+    eager = _interp.EAGER
+    current = _interp.current
+
+    def op(self, other):
+        if (type(other) is Tensor and type(self) is Tensor and current() is eager
+                and self._buf.dtype is other._buf.dtype and self._buf.shape == other._buf.shape
+                and not _interp.config.debug_nans):
+            out = impl(self._buf, other._buf)
+            return wrap(out if type(out) is np.ndarray else np.asarray(out),
+                        self._weak and other._weak)
+        return fallback(self, other)
+
+    return op
+
+
+_OPERATORS = {
+    "__add__": _fast_binary(ew.add_p, fnp.add),
+    "__radd__": _swap(fnp.add),
+    "__sub__": _fast_binary(ew.sub_p, fnp.subtract),
+    "__rsub__": _swap(fnp.subtract),
+    "__mul__": _fast_binary(ew.mul_p, fnp.multiply),
+    "__rmul__": _swap(fnp.multiply),
+    "__truediv__": fnp.divide,
+    "__rtruediv__": _swap(fnp.divide),
+    "__floordiv__": fnp.floor_divide,
+    "__rfloordiv__": _swap(fnp.floor_divide),
+    "__mod__": fnp.remainder,
+    "__rmod__": _swap(fnp.remainder),
+    "__divmod__": lambda a, b: (fnp.floor_divide(a, b), fnp.remainder(a, b)),
+    "__pow__": fnp.power,
+    "__rpow__": _swap(fnp.power),
+    "__matmul__": fnp.matmul,
+    "__rmatmul__": _swap(fnp.matmul),
+    "__neg__": fnp.negative,
+    "__pos__": fnp.positive,
+    "__abs__": fnp.abs,
+    "__invert__": fnp.invert,
+    "__and__": fnp.bitwise_and,
+    "__rand__": _swap(fnp.bitwise_and),
+    "__or__": fnp.bitwise_or,
+    "__ror__": _swap(fnp.bitwise_or),
+    "__xor__": fnp.bitwise_xor,
+    "__rxor__": _swap(fnp.bitwise_xor),
+    "__lshift__": fnp.left_shift,
+    "__rlshift__": _swap(fnp.left_shift),
+    "__rshift__": fnp.right_shift,
+    "__rrshift__": _swap(fnp.right_shift),
+    "__eq__": fnp.equal,
+    "__ne__": fnp.not_equal,
+    "__lt__": fnp.less,
+    "__le__": fnp.less_equal,
+    "__gt__": fnp.greater,
+    "__ge__": fnp.greater_equal,
+    "__getitem__": _indexing.getitem,
+}
+
+
+def _reshape(self, *shape, order="C"):
+    if len(shape) == 1 and not isinstance(shape[0], int):
+        shape = shape[0]
+    return fnp.reshape(self, shape, order=order)
+
+
+def _transpose(self, *axes):
+    if not axes:
+        return fnp.transpose(self)
+    if len(axes) == 1 and not isinstance(axes[0], int):
+        axes = axes[0]
+    return fnp.transpose(self, axes)
+
+
+def _astype(self, dtype):
+    return fnp.asarray(self, dtype)
+
+
+_METHODS = {
+    "reshape": _reshape,
+    "transpose": _transpose,
+    "astype": _astype,
+    "sum": fnp.sum,
+    "mean": fnp.mean,
+    "max": fnp.max,
+    "min": fnp.min,
+    "argmax": fnp.argmax,
+    "argmin": fnp.argmin,
+    "prod": fnp.prod,
+    "std": fnp.std,
+    "var": fnp.var,
+    "all": fnp.all,
+    "any": fnp.any,
+    "cumsum": fnp.cumsum,
+    "cumprod": fnp.cumprod,
+    "squeeze": fnp.squeeze,
+    "expand_dims": fnp.expand_dims,
+    "flatten": fnp.ravel,
+    "ravel": fnp.ravel,
+    "clip": fnp.clip,
+    "round": fnp.round,
+    "abs": fnp.abs,
+    "exp": fnp.exp,
+    "log": fnp.log,
+    "sqrt": fnp.sqrt,
+    "tanh": fnp.tanh,
+    "sin": fnp.sin,
+    "cos": fnp.cos,
+    "swapaxes": fnp.swapaxes,
+    "dot": fnp.dot,
+    "sort": fnp.sort,
+    "argsort": fnp.argsort,
+    "take": fnp.take,
+    "repeat": fnp.repeat,
+    "diagonal": fnp.diagonal,
+    "trace": fnp.trace,
+    "conj": fnp.conjugate,
+    "conjugate": fnp.conjugate,
+}
+
+
+def _install():
+    for name, fn in {**_OPERATORS, **_METHODS}.items():
+        setattr(Tensor, name, fn)
+    Tensor.T = property(lambda self: fnp.transpose(self))
+    Tensor.mT = property(lambda self: fnp.swapaxes(self, -1, -2))
+    Tensor.real = property(fnp.real)
+    Tensor.imag = property(fnp.imag)
+    Tensor.at = property(_indexing._AtIndexer)
+    Tensor.__iter__ = _iterate
+    Tensor.__hash__ = None
+
+
+def _iterate(self):
+    if self.ndim == 0:
+        raise TypeError("iteration over a 0-d tensor")
+    for i in range(self.shape[0]):
+        yield self[i]
+
+
+_install()

@@ -1,0 +1,249 @@
+"""Reductions and cumulative functions of funcgrad.numpy (axis/keepdims as NumPy)."""
+
+from __future__ import annotations
+
+import builtins
+
+from funcgrad.core import dtypes
+from funcgrad.core.prims import elementwise as ew
+from funcgrad.core.prims import reductions as red
+from funcgrad.core.prims.structural import broadcast_in_dim, reshape
+from funcgrad.numpy import _elementwise as elt
+from funcgrad.numpy._util import asarray, normalize_axes, normalize_axis
+
+
+def _keep(y, x_shape, axes, keepdims):
+    if not keepdims:
+        return y
+    shape = tuple(1 if i in axes else d for i, d in enumerate(x_shape))
+    return reshape(y, shape)
+
+
+def _sum_dtype(dtype):
+    """JAX's accumulation dtype: bool and small integers sum in the default int width."""
+    if dtype == dtypes.bool_:
+        return dtypes.int32
+    if dtype.kind == "i" and dtype.itemsize < 4:
+        return dtypes.int32
+    if dtype.kind == "u" and dtype.itemsize < 4:
+        return dtypes.uint32
+    return dtype
+
+
+def sum(x, axis=None, dtype=None, keepdims: bool = False):  # noqa: A001
+    """Sum over ``axis`` (all axes by default).
+
+    >>> fnp.sum(fg.tensor([[1.0, 2.0], [3.0, 4.0]]), axis=0)
+    tensor([4., 6.], dtype=float32)
+    """
+    x = asarray(x)
+    axes = normalize_axes("sum", axis, x.ndim)
+    target = _sum_dtype(x.dtype) if dtype is None else dtypes.canonicalize(dtype)
+    x = ew.convert_element_type(x, target)
+    return _keep(red.reduce_sum(x, axes), x.shape, axes, keepdims)
+
+
+def prod(x, axis=None, dtype=None, keepdims: bool = False):
+    """Product over ``axis``.
+
+    >>> fnp.prod(fg.tensor([1.0, 2.0, 3.0]))
+    tensor(6., dtype=float32)
+    """
+    x = asarray(x)
+    axes = normalize_axes("prod", axis, x.ndim)
+    target = _sum_dtype(x.dtype) if dtype is None else dtypes.canonicalize(dtype)
+    x = ew.convert_element_type(x, target)
+    return _keep(red.reduce_prod(x, axes), x.shape, axes, keepdims)
+
+
+def _extremum(name, prim_fn, x, axis, keepdims, initial=None):
+    x = asarray(x)
+    axes = normalize_axes(name, axis, x.ndim)
+    if initial is None and builtins.any(x.shape[a] == 0 for a in axes):
+        raise ValueError(f"{name}: zero-size reduction over axis {axis} of shape {x.shape} has "
+                         "no identity; pass initial=")
+    y = prim_fn(x, axes)
+    if initial is not None:
+        y = (elt.maximum if name in ("max", "amax") else elt.minimum)(y, initial)
+    return _keep(y, x.shape, axes, keepdims)
+
+
+def max(x, axis=None, keepdims: bool = False, initial=None):  # noqa: A001
+    """Largest element over ``axis`` (NaN propagates).
+
+    >>> fnp.max(fg.tensor([1.0, 5.0, 2.0]))
+    tensor(5., dtype=float32)
+    """
+    return _extremum("max", red.reduce_max, x, axis, keepdims, initial)
+
+
+def min(x, axis=None, keepdims: bool = False, initial=None):  # noqa: A001
+    """Smallest element over ``axis`` (NaN propagates)."""
+    return _extremum("min", red.reduce_min, x, axis, keepdims, initial)
+
+
+amax, amin = max, min
+
+
+def _arg(name, prim_fn, x, axis, keepdims):
+    x = asarray(x)
+    if axis is None:
+        flat = reshape(x, (x.size,))
+        if x.size == 0:
+            raise ValueError(f"{name}: attempt to get {name} of an empty tensor")
+        out = prim_fn(flat, 0)
+        return reshape(out, (1,) * x.ndim) if keepdims else out
+    axis = normalize_axis(name, axis, x.ndim)
+    if x.shape[axis] == 0:
+        raise ValueError(f"{name}: attempt to get {name} of an empty axis (shape {x.shape})")
+    return _keep(prim_fn(x, axis), x.shape, (axis,), keepdims)
+
+
+def argmax(x, axis=None, keepdims: bool = False):
+    """Index of the largest element (first on ties), over the flattened tensor by default.
+
+    >>> fnp.argmax(fg.tensor([1.0, 5.0, 2.0]))
+    tensor(1, dtype=int32)
+    """
+    return _arg("argmax", red.argmax, x, axis, keepdims)
+
+
+def argmin(x, axis=None, keepdims: bool = False):
+    """Index of the smallest element (first on ties)."""
+    return _arg("argmin", red.argmin, x, axis, keepdims)
+
+
+def all(x, axis=None, keepdims: bool = False):  # noqa: A001
+    """True if every element over ``axis`` is truthy."""
+    x = elt._truth(x)
+    axes = normalize_axes("all", axis, x.ndim)
+    return _keep(red.reduce_and(x, axes), x.shape, axes, keepdims)
+
+
+def any(x, axis=None, keepdims: bool = False):  # noqa: A001
+    """True if some element over ``axis`` is truthy."""
+    x = elt._truth(x)
+    axes = normalize_axes("any", axis, x.ndim)
+    return _keep(red.reduce_or(x, axes), x.shape, axes, keepdims)
+
+
+def count_nonzero(x, axis=None, keepdims: bool = False):
+    """Number of non-zero elements over ``axis``."""
+    return sum(elt._truth(x), axis=axis, keepdims=keepdims)
+
+
+def _count(x_shape, axes):
+    n = 1
+    for a in axes:
+        n *= x_shape[a]
+    return n
+
+
+def mean(x, axis=None, dtype=None, keepdims: bool = False):
+    """Arithmetic mean over ``axis`` (integers average in float32).
+
+    >>> fnp.mean(fg.tensor([1, 2, 3, 4]))
+    tensor(2.5, dtype=float32)
+    """
+    x = asarray(x)
+    axes = normalize_axes("mean", axis, x.ndim)
+    target = dtypes.float_dtype_for(x.dtype) if dtype is None else dtypes.canonicalize(dtype)
+    total = sum(ew.convert_element_type(x, target), axis=axes, keepdims=keepdims)
+    return total / _count(x.shape, axes)
+
+
+def var(x, axis=None, dtype=None, ddof: int = 0, keepdims: bool = False):
+    """Variance over ``axis`` with ``ddof`` delta degrees of freedom.
+
+    >>> fnp.var(fg.tensor([1.0, 2.0, 3.0, 4.0]))
+    tensor(1.25, dtype=float32)
+    """
+    x = asarray(x)
+    axes = normalize_axes("var", axis, x.ndim)
+    target = dtypes.float_dtype_for(x.dtype) if dtype is None else dtypes.canonicalize(dtype)
+    x = ew.convert_element_type(x, target)
+    centered = x - mean(x, axis=axes, keepdims=True)
+    if dtypes.is_complex(x.dtype):
+        squared = elt.real(centered * elt.conjugate(centered))
+    else:
+        squared = centered * centered
+    n = _count(x.shape, axes) - ddof
+    return sum(squared, axis=axes, keepdims=keepdims) / n
+
+
+def std(x, axis=None, dtype=None, ddof: int = 0, keepdims: bool = False):
+    """Standard deviation over ``axis`` (square root of ``var``)."""
+    return elt.sqrt(var(x, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims))
+
+
+def average(x, axis=None, weights=None, returned: bool = False, keepdims: bool = False):
+    """Weighted mean over ``axis``."""
+    if weights is None:
+        avg = mean(x, axis=axis, keepdims=keepdims)
+        if returned:
+            x = asarray(x)
+            axes = normalize_axes("average", axis, x.ndim)
+            return avg, elt.full_like(avg, _count(x.shape, axes))
+        return avg
+    x, weights = asarray(x), asarray(weights)
+    if weights.shape != x.shape:
+        if axis is None or weights.ndim != 1:
+            raise ValueError(f"average: weights of shape {weights.shape} must match x's "
+                             f"shape {x.shape}, or be 1-d along the given axis")
+        ax = normalize_axis("average", axis, x.ndim)
+        weights = broadcast_in_dim(weights, x.shape, (ax,))
+    total = sum(weights, axis=axis, keepdims=keepdims)
+    avg = sum(x * weights, axis=axis, keepdims=keepdims) / total
+    return (avg, total) if returned else avg
+
+
+def ptp(x, axis=None, keepdims: bool = False):
+    """max - min over ``axis``."""
+    return max(x, axis=axis, keepdims=keepdims) - min(x, axis=axis, keepdims=keepdims)
+
+
+def _cumulative(name, prim_fn, x, axis, dtype):
+    x = asarray(x)
+    if axis is None:
+        x = reshape(x, (x.size,))
+        axis = 0
+    axis = normalize_axis(name, axis, x.ndim)
+    target = _sum_dtype(x.dtype) if dtype is None else dtypes.canonicalize(dtype)
+    return prim_fn(ew.convert_element_type(x, target), axis)
+
+
+def cumsum(x, axis=None, dtype=None):
+    """Running sum along ``axis`` (over the flattened tensor by default).
+
+    >>> fnp.cumsum(fg.tensor([1, 2, 3]))
+    tensor([1, 3, 6], dtype=int32)
+    """
+    return _cumulative("cumsum", red.cumsum, x, axis, dtype)
+
+
+def cumprod(x, axis=None, dtype=None):
+    """Running product along ``axis`` (over the flattened tensor by default)."""
+    return _cumulative("cumprod", red.cumprod, x, axis, dtype)
+
+
+def logsumexp(x, axis=None, keepdims: bool = False, b=None):
+    """log(sum(b * exp(x))) over ``axis``, computed without overflow.
+
+    >>> fnp.logsumexp(fg.tensor([1000.0, 1000.0]))
+    tensor(1000.6931, dtype=float32)
+    """
+    x = asarray(x)
+    if not dtypes.is_inexact(x.dtype):
+        x = ew.convert_element_type(x, dtypes.float32)
+    axes = normalize_axes("logsumexp", axis, x.ndim)
+    peak = red.reduce_max(x, axes) if x.size else elt.full_like(
+        sum(x, axis=axes), float("-inf"))
+    peak = elt.where(elt.isfinite(peak), peak, elt.full_like(peak, 0))
+    from funcgrad.core.prims.structural import broadcast_in_dim as _bcast
+
+    kept = tuple(i for i in range(x.ndim) if i not in axes)
+    shifted = elt.exp(x - _bcast(peak, x.shape, kept))
+    if b is not None:
+        shifted = shifted * b
+    out = elt.log(sum(shifted, axis=axes)) + peak
+    return _keep(out, x.shape, axes, keepdims)

@@ -1,0 +1,483 @@
+"""Shape manipulation in funcgrad.numpy: reshape, transpose, stacking, splitting, padding."""
+
+from __future__ import annotations
+
+import builtins
+
+import numpy as np
+
+from funcgrad.core import dtypes
+from funcgrad.core.prims import structural as st
+from funcgrad.numpy._util import (
+    asarray,
+    broadcast_shapes,
+    normalize_axes,
+    normalize_axis,
+    promote,
+)
+from funcgrad.numpy._util import broadcast_to as _broadcast_to
+
+
+def _resolve_shape(name, shape, size):
+    if isinstance(shape, (int, np.integer)):
+        shape = (shape,)
+    shape = [int(d) for d in shape]
+    unknown = [i for i, d in enumerate(shape) if d == -1]
+    if len(unknown) > 1:
+        raise ValueError(f"{name}: can only specify one unknown dimension (-1), got {shape}")
+    if unknown:
+        known = int(np.prod([d for d in shape if d != -1], dtype=np.int64))
+        if known == 0 or size % known:
+            raise ValueError(f"{name}: cannot reshape a tensor of size {size} into shape "
+                             f"{tuple(shape)}")
+        shape[unknown[0]] = size // known
+    if int(np.prod(shape, dtype=np.int64)) != size or builtins.any(d < 0 for d in shape):
+        raise ValueError(f"{name}: cannot reshape a tensor of size {size} into shape "
+                         f"{tuple(shape)}")
+    return tuple(shape)
+
+
+def reshape(x, shape, order: str = "C"):
+    """Same elements in a new shape (one entry may be -1).
+
+    >>> fnp.reshape(fnp.arange(6), (2, -1))
+    """
+    if order != "C":
+        raise NotImplementedError("reshape: only order='C' is supported")
+    x = asarray(x)
+    return st.reshape(x, _resolve_shape("reshape", shape, x.size))
+
+
+def ravel(x):
+    """The elements as a 1-d tensor."""
+    x = asarray(x)
+    return st.reshape(x, (x.size,))
+
+
+def transpose(x, axes=None):
+    """Permute axes (reverse them by default).
+
+    >>> fnp.transpose(fnp.ones((2, 3))).shape
+    (3, 2)
+    """
+    x = asarray(x)
+    if axes is None:
+        axes = tuple(range(x.ndim))[::-1]
+    axes = tuple(normalize_axis("transpose", a, x.ndim) for a in axes)
+    if sorted(axes) != list(range(x.ndim)):
+        raise ValueError(f"transpose: axes {axes} are not a permutation of {x.ndim} axes")
+    return st.transpose(x, axes)
+
+
+def permute_dims(x, axes):
+    """Array-API name of ``transpose``."""
+    return transpose(x, axes)
+
+
+def swapaxes(x, axis1: int, axis2: int):
+    """Exchange two axes."""
+    x = asarray(x)
+    a, b = normalize_axis("swapaxes", axis1, x.ndim), normalize_axis("swapaxes", axis2, x.ndim)
+    perm = list(range(x.ndim))
+    perm[a], perm[b] = perm[b], perm[a]
+    return st.transpose(x, perm)
+
+
+def moveaxis(x, source, destination):
+    """Move axes to new positions, keeping the order of the others.
+
+    >>> fnp.moveaxis(fnp.ones((2, 3, 4)), 0, -1).shape
+    (3, 4, 2)
+    """
+    x = asarray(x)
+    src = [normalize_axis("moveaxis", a, x.ndim) for a in np.atleast_1d(source)]
+    dst = [normalize_axis("moveaxis", a, x.ndim) for a in np.atleast_1d(destination)]
+    if len(src) != len(dst):
+        raise ValueError("moveaxis: source and destination need the same number of axes")
+    order = [a for a in range(x.ndim) if a not in src]
+    for d, s in sorted(zip(dst, src)):
+        order.insert(d, s)
+    return st.transpose(x, order)
+
+
+def expand_dims(x, axis):
+    """Insert length-1 axes at the positions ``axis`` (int or tuple).
+
+    >>> fnp.expand_dims(fnp.ones(3), 0).shape
+    (1, 3)
+    """
+    x = asarray(x)
+    axes = axis if isinstance(axis, (tuple, list)) else (axis,)
+    ndim = x.ndim + len(axes)
+    positions = sorted(normalize_axis("expand_dims", a, ndim) for a in axes)
+    shape = list(x.shape)
+    for p in positions:
+        shape.insert(p, 1)
+    return st.reshape(x, shape)
+
+
+def squeeze(x, axis=None):
+    """Remove length-1 axes (all of them by default)."""
+    x = asarray(x)
+    if axis is None:
+        axes = tuple(i for i, d in enumerate(x.shape) if d == 1)
+    else:
+        axes = normalize_axes("squeeze", axis, x.ndim)
+        for a in axes:
+            if x.shape[a] != 1:
+                raise ValueError(f"squeeze: cannot squeeze axis {a} of size {x.shape[a]} "
+                                 f"(shape {x.shape})")
+    return st.reshape(x, tuple(d for i, d in enumerate(x.shape) if i not in axes))
+
+
+def broadcast_to(x, shape):
+    """``x`` broadcast to ``shape`` with NumPy's rules.
+
+    >>> fnp.broadcast_to(fg.tensor([1.0, 2.0]), (3, 2)).shape
+    (3, 2)
+    """
+    x = asarray(x)
+    shape = (shape,) if isinstance(shape, int) else tuple(shape)
+    if len(shape) < x.ndim or broadcast_shapes("broadcast_to", x.shape, shape) != shape:
+        raise ValueError(f"broadcast_to: cannot broadcast shape {x.shape} to {shape}")
+    return _broadcast_to(x, shape)
+
+
+def broadcast_arrays(*xs):
+    """All arguments broadcast to their common shape."""
+    xs = [asarray(x) for x in xs]
+    shape = broadcast_shapes("broadcast_arrays", *(x.shape for x in xs))
+    return [_broadcast_to(x, shape) for x in xs]
+
+
+def atleast_1d(*xs):
+    """Each argument with at least one axis."""
+    out = [reshape(x, (1,)) if asarray(x).ndim == 0 else asarray(x) for x in xs]
+    return out[0] if len(out) == 1 else out
+
+
+def atleast_2d(*xs):
+    """Each argument with at least two axes (new axes in front)."""
+    out = []
+    for x in xs:
+        x = asarray(x)
+        out.append(st.reshape(x, (1,) * (2 - x.ndim) + x.shape) if x.ndim < 2 else x)
+    return out[0] if len(out) == 1 else out
+
+
+def concatenate(arrays, axis: int | None = 0, dtype=None):
+    """Join tensors along an existing axis (flattened first if ``axis`` is None).
+
+    >>> fnp.concatenate([fnp.ones(2), fnp.zeros(3)]).shape
+    (5,)
+    """
+    arrays = list(arrays)
+    if not arrays:
+        raise ValueError("concatenate: need at least one tensor")
+    if axis is None:
+        arrays = [ravel(a) for a in arrays]
+        axis = 0
+    arrays = promote("concatenate", *arrays)
+    if dtype is not None:
+        arrays = [asarray(a, dtype) for a in arrays]
+    ndim = arrays[0].ndim
+    if ndim == 0:
+        raise ValueError("concatenate: zero-dimensional tensors cannot be concatenated")
+    axis = normalize_axis("concatenate", axis, ndim)
+    for a in arrays[1:]:
+        if a.ndim != ndim or a.shape[:axis] != arrays[0].shape[:axis] or \
+                a.shape[axis + 1:] != arrays[0].shape[axis + 1:]:
+            raise ValueError(f"concatenate: shapes {arrays[0].shape} and {a.shape} differ "
+                             f"outside axis {axis}")
+    return st.concatenate(arrays, axis)
+
+
+concat = concatenate
+
+
+def stack(arrays, axis: int = 0):
+    """Join same-shaped tensors along a new axis.
+
+    >>> fnp.stack([fnp.ones(2), fnp.zeros(2)]).shape
+    (2, 2)
+    """
+    arrays = [asarray(a) for a in arrays]
+    if not arrays:
+        raise ValueError("stack: need at least one tensor")
+    shape = arrays[0].shape
+    for a in arrays[1:]:
+        if a.shape != shape:
+            raise ValueError(f"stack: all tensors need one shape, got {shape} and {a.shape}")
+    axis = normalize_axis("stack", axis, len(shape) + 1)
+    return concatenate([expand_dims(a, axis) for a in arrays], axis)
+
+
+def hstack(arrays):
+    """Concatenate along axis 1 (axis 0 for 1-d inputs)."""
+    arrays = [atleast_1d(a) for a in arrays]
+    return concatenate(arrays, 0 if arrays[0].ndim == 1 else 1)
+
+
+def vstack(arrays):
+    """Concatenate along axis 0, treating 1-d inputs as rows."""
+    return concatenate([atleast_2d(a) for a in arrays], 0)
+
+
+def column_stack(arrays):
+    """Stack 1-d tensors as columns of a 2-d tensor."""
+    cols = [asarray(a) for a in arrays]
+    cols = [st.reshape(c, (c.shape[0], 1)) if c.ndim == 1 else c for c in cols]
+    return concatenate(cols, 1)
+
+
+def split(x, indices_or_sections, axis: int = 0):
+    """Split into pieces along ``axis``: N equal sections or at the given indices.
+
+    >>> [p.shape for p in fnp.split(fnp.ones(6), 3)]
+    [(2,), (2,), (2,)]
+    """
+    x = asarray(x)
+    axis = normalize_axis("split", axis, x.ndim)
+    n = x.shape[axis]
+    if isinstance(indices_or_sections, (int, np.integer)):
+        sections = int(indices_or_sections)
+        if sections <= 0 or n % sections:
+            raise ValueError(f"split: axis {axis} of size {n} does not split into {sections} "
+                             "equal sections (use array_split)")
+        bounds = [i * (n // sections) for i in range(sections + 1)]
+    else:
+        bounds = [0, *[builtins.min(builtins.max(int(i), 0), n) for i in indices_or_sections], n]
+    return [_take_range(x, axis, lo, builtins.max(lo, hi)) for lo, hi in zip(bounds, bounds[1:])]
+
+
+def array_split(x, sections: int, axis: int = 0):
+    """Split into ``sections`` nearly equal pieces."""
+    x = asarray(x)
+    axis = normalize_axis("array_split", axis, x.ndim)
+    n = x.shape[axis]
+    base, extra = divmod(n, sections)
+    sizes = [base + (i < extra) for i in range(sections)]
+    return split(x, np.cumsum(sizes)[:-1].tolist(), axis)
+
+
+def _take_range(x, axis, lo, hi):
+    start = [0] * x.ndim
+    limit = list(x.shape)
+    start[axis], limit[axis] = lo, hi
+    return st.slice_(x, start, limit)
+
+
+def flip(x, axis=None):
+    """Reverse the order of elements along ``axis`` (all axes by default)."""
+    x = asarray(x)
+    return st.rev(x, normalize_axes("flip", axis, x.ndim))
+
+
+def fliplr(x):
+    """Reverse along axis 1."""
+    return flip(x, 1)
+
+
+def flipud(x):
+    """Reverse along axis 0."""
+    return flip(x, 0)
+
+
+def roll(x, shift, axis=None):
+    """Shift elements along ``axis`` cyclically (flattened if ``axis`` is None).
+
+    >>> fnp.roll(fnp.arange(5), 2)
+    """
+    x = asarray(x)
+    if axis is None:
+        return reshape(roll(ravel(x), shift, 0), x.shape)
+    shifts = np.atleast_1d(shift).tolist() if not hasattr(shift, "aval") else None
+    if shifts is None:
+        raise NotImplementedError("roll: the shift must be a Python int (static)")
+    axes = [normalize_axis("roll", a, x.ndim) for a in np.atleast_1d(axis).tolist()]
+    if len(shifts) == 1:
+        shifts = shifts * len(axes)
+    for s, a in zip(shifts, axes):
+        n = x.shape[a]
+        if n == 0:
+            continue
+        s = int(s) % n
+        if s:
+            x = st.concatenate((_take_range(x, a, n - s, n), _take_range(x, a, 0, n - s)), a)
+    return x
+
+
+def rot90(x, k: int = 1, axes=(0, 1)):
+    """Rotate by 90 degrees ``k`` times in the plane of ``axes``."""
+    x = asarray(x)
+    a, b = (normalize_axis("rot90", ax, x.ndim) for ax in axes)
+    k %= 4
+    if k == 0:
+        return x
+    if k == 2:
+        return flip(flip(x, a), b)
+    perm = list(range(x.ndim))
+    perm[a], perm[b] = perm[b], perm[a]
+    return st.transpose(flip(x, b), perm) if k == 1 else flip(st.transpose(x, perm), b)
+
+
+def tile(x, reps):
+    """Repeat the whole tensor ``reps`` times along each axis.
+
+    >>> fnp.tile(fg.tensor([1, 2]), 2)
+    """
+    x = asarray(x)
+    reps = (reps,) if isinstance(reps, int) else tuple(reps)
+    ndim = builtins.max(x.ndim, len(reps))
+    reps = (1,) * (ndim - len(reps)) + reps
+    x = st.reshape(x, (1,) * (ndim - x.ndim) + x.shape)
+    interleaved = []
+    for r, d in zip(reps, x.shape):
+        interleaved += [r, d]
+    expanded = st.broadcast_in_dim(x, tuple(interleaved), tuple(range(1, 2 * ndim, 2)))
+    return st.reshape(expanded, tuple(r * d for r, d in zip(reps, x.shape)))
+
+
+def repeat(x, repeats, axis=None):
+    """Repeat each element ``repeats`` times along ``axis`` (flattened by default).
+
+    >>> fnp.repeat(fg.tensor([1, 2]), 2)
+    """
+    x = asarray(x)
+    if axis is None:
+        x, axis = ravel(x), 0
+    axis = normalize_axis("repeat", axis, x.ndim)
+    if isinstance(repeats, (int, np.integer)):
+        r = int(repeats)
+        shape = x.shape[: axis + 1] + (r,) + x.shape[axis + 1:]
+        dims = tuple(i if i <= axis else i + 1 for i in range(x.ndim))
+        expanded = st.broadcast_in_dim(x, shape, dims)
+        out = list(x.shape)
+        out[axis] *= r
+        return st.reshape(expanded, out)
+    counts = np.asarray(repeats)
+    if counts.shape != (x.shape[axis],):
+        raise ValueError(f"repeat: repeats of shape {counts.shape} must match axis size "
+                         f"{x.shape[axis]}")
+    from funcgrad.numpy._indexing import take
+
+    return take(x, np.repeat(np.arange(x.shape[axis]), counts).astype(np.int32), axis=axis)
+
+
+_PAD_MODES = ("constant", "edge", "reflect", "symmetric", "wrap")
+
+
+def pad(x, pad_width, mode: str = "constant", constant_values=0):
+    """Pad with ``mode`` (constant, edge, reflect, symmetric, wrap), as ``numpy.pad``.
+
+    >>> fnp.pad(fg.tensor([1.0, 2.0]), 1)
+    """
+    x = asarray(x)
+    widths = np.broadcast_to(np.asarray(pad_width, dtype=np.int64), (x.ndim, 2)).tolist()
+    if builtins.any(w < 0 for pair in widths for w in pair):
+        raise ValueError(f"pad: pad_width must be non-negative, got {pad_width}")
+    if mode not in _PAD_MODES:
+        raise ValueError(f"pad: mode {mode!r} not supported; use one of {_PAD_MODES}")
+    if mode == "constant":
+        value = asarray(constant_values, x.dtype)
+        if value.ndim:
+            raise NotImplementedError("pad: constant_values must be a scalar")
+        return st.pad(x, value, [(lo, hi, 0) for lo, hi in widths])
+    for axis, (lo, hi) in enumerate(widths):
+        n = x.shape[axis]
+        if (lo or hi) and n == 0:
+            raise ValueError(f"pad: cannot {mode}-pad an empty axis {axis}")
+        parts = [_pad_side(x, axis, lo, mode, left=True), x,
+                 _pad_side(x, axis, hi, mode, left=False)]
+        x = st.concatenate([p for p in parts if p is not None and p.shape[axis]], axis)
+    return x
+
+
+def _pad_side(x, axis, width, mode, left):
+    if width == 0:
+        return None
+    n = x.shape[axis]
+    if mode == "edge":
+        idx = [0] * width if left else [n - 1] * width
+    elif mode == "wrap":
+        idx = [(i - width) % n for i in range(width)] if left else [i % n for i in range(width)]
+    elif mode == "reflect":
+        period = builtins.max(2 * (n - 1), 1)
+        ref = lambda i: builtins.min(i % period, period - i % period) if n > 1 else 0
+        idx = [ref(width - i) for i in range(width)] if left else \
+            [ref(n - 1 + i + 1) for i in range(width)]
+    else:  # symmetric
+        period = 2 * n
+        ref = lambda i: i % period if i % period < n else period - 1 - i % period
+        idx = [ref(-width + i) for i in range(width)] if left else \
+            [ref(n + i) for i in range(width)]
+    from funcgrad.numpy._indexing import take
+
+    return take(x, np.asarray(idx, dtype=np.int32), axis=axis)
+
+
+def diagonal(x, offset: int = 0, axis1: int = 0, axis2: int = 1):
+    """The diagonal of the (axis1, axis2) planes, as a last axis."""
+    x = asarray(x)
+    a = normalize_axis("diagonal", axis1, x.ndim)
+    b = normalize_axis("diagonal", axis2, x.ndim)
+    x = moveaxis(x, (a, b), (-2, -1))
+    rows, cols = x.shape[-2:]
+    i = np.arange(builtins.max(0, builtins.min(rows, cols - offset) if offset >= 0 else
+                               builtins.min(rows + offset, cols)))
+    r, c = (i, i + offset) if offset >= 0 else (i - offset, i)
+    from funcgrad.core.prims.indexing import gather
+
+    idx = np.stack([r, c], axis=-1).astype(np.int32)
+    out = gather(x, asarray(idx), (x.ndim - 2, x.ndim - 1))
+    return moveaxis(out, 0, -1)
+
+
+def trace(x, offset: int = 0, axis1: int = 0, axis2: int = 1):
+    """Sum of the diagonal."""
+    from funcgrad.numpy._reductions import sum as _sum
+
+    return _sum(diagonal(x, offset, axis1, axis2), axis=-1)
+
+
+def diag(v, k: int = 0):
+    """Diagonal of a 2-d tensor, or a 2-d tensor with ``v`` on its diagonal."""
+    v = asarray(v)
+    if v.ndim == 2:
+        return diagonal(v, k)
+    if v.ndim != 1:
+        raise ValueError(f"diag: input must be 1-d or 2-d, got shape {v.shape}")
+    n = v.shape[0] + builtins.abs(k)
+    from funcgrad.numpy._creation import eye
+
+    mask = eye(n, k=k, dtype=dtypes.bool_)
+    positions = np.arange(v.shape[0])
+    from funcgrad.numpy._indexing import take
+
+    col = positions + builtins.max(k, 0)
+    src = np.zeros((n, n), np.int32)
+    src[positions + builtins.max(-k, 0), col] = positions
+    picked = take(v, asarray(src))
+    from funcgrad.numpy._elementwise import where
+
+    return where(mask, picked, 0)
+
+
+def tril(x, k: int = 0):
+    """Lower triangle of the last two axes (zeros above diagonal ``k``)."""
+    x = asarray(x)
+    from funcgrad.numpy._creation import tri
+    from funcgrad.numpy._elementwise import where
+
+    mask = tri(x.shape[-2], x.shape[-1], k, dtype=dtypes.bool_)
+    return where(mask, x, 0)
+
+
+def triu(x, k: int = 0):
+    """Upper triangle of the last two axes (zeros below diagonal ``k``)."""
+    x = asarray(x)
+    from funcgrad.numpy._creation import tri
+    from funcgrad.numpy._elementwise import where
+
+    mask = tri(x.shape[-2], x.shape[-1], k - 1, dtype=dtypes.bool_)
+    return where(mask, 0, x)
