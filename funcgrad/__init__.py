@@ -32,6 +32,7 @@ from funcgrad.core.dtypes import (
 )
 from funcgrad.core.tensor import Tensor, asarray, tensor
 from funcgrad import numpy  # noqa: E402
+from funcgrad import random, tree  # noqa: E402,F401
 from funcgrad.numpy._creation import (  # noqa: E402
     arange,
     empty,
@@ -72,6 +73,6 @@ __all__ = [
     "Device", "Tensor", "arange", "asarray", "bfloat16", "bool_", "complex64", "complex128",
     "config", "device", "device_put", "devices", "empty", "empty_like", "eye", "finfo",
     "float16", "float32", "float64", "full", "full_like", "iinfo", "int8", "int16", "int32",
-    "int64", "linspace", "numpy", "ones", "ones_like", "promote_types", "result_type",
+    "int64", "linspace", "numpy", "ones", "random", "tree", "ones_like", "promote_types", "result_type",
     "tensor", "uint8", "uint16", "uint32", "uint64", "zeros", "zeros_like",
 ]

@@ -57,4 +57,6 @@ inf = float("inf")
 nan = float("nan")
 newaxis = None
 
+from funcgrad.numpy import fft, linalg  # noqa: E402,F401
+from funcgrad.numpy._einsum import *  # noqa: E402,F401,F403
 from funcgrad.numpy import _methods  # noqa: E402,F401  (installs Tensor operators)

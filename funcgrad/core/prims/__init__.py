@@ -3,7 +3,9 @@
 from funcgrad.core.prims import (  # noqa: F401
     dot,
     elementwise,
+    fft,
     indexing,
+    linalg,
     reductions,
     sorting,
     structural,

@@ -1,0 +1,1 @@
+"""The fft primitive: complex and real discrete Fourier transforms over trailing axes."""

@@ -1,0 +1,1 @@
+"""Linear-algebra primitives: decompositions and triangular solves."""

@@ -1,0 +1,1 @@
+"""einsum: Einstein summation as a sequence of dot_general and reductions."""

@@ -1,0 +1,1 @@
+"""funcgrad.numpy.fft: discrete Fourier transforms (NumPy's numpy.fft) over Tensors."""

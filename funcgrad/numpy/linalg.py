@@ -1,0 +1,1 @@
+"""funcgrad.numpy.linalg: linear algebra (NumPy's numpy.linalg) over Tensors."""

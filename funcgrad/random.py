@@ -1,0 +1,1 @@
+"""funcgrad.random: explicit-key, counter-based random numbers (threefry-2x32)."""

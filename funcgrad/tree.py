@@ -1,0 +1,1 @@
+"""funcgrad.tree: pytrees (nested containers of tensors), backed by optree."""
