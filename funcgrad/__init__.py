@@ -76,3 +76,19 @@ __all__ = [
     "int64", "linspace", "numpy", "ones", "random", "tree", "ones_like", "promote_types", "result_type",
     "tensor", "uint8", "uint16", "uint32", "uint64", "zeros", "zeros_like",
 ]
+
+from funcgrad.transforms.ad import (  # noqa: E402
+    grad,
+    hessian,
+    jacfwd,
+    jacrev,
+    jvp,
+    linearize,
+    value_and_grad,
+    vjp,
+)
+from funcgrad.transforms.batching import vmap  # noqa: E402
+from funcgrad.transforms.tracing import make_ir  # noqa: E402
+
+__all__ += ["grad", "hessian", "jacfwd", "jacrev", "jvp", "linearize", "make_ir",
+            "value_and_grad", "vjp", "vmap"]

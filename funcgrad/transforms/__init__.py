@@ -1,0 +1,1 @@
+"""Transformations: tracing to IR, autodiff, vmap, control flow and custom rules."""

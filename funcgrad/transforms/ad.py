@@ -1,0 +1,524 @@
+"""Automatic differentiation: forward mode from JVP rules, reverse mode as linearize +
+transpose.
+
+``jvp`` runs the function under a ``JVPInterpreter`` whose tracers carry a primal and a
+tangent; each primitive's JVP rule computes both.  ``linearize`` runs the same JVP with a
+partial evaluator underneath: primal work happens now, tangent work is recorded as a
+linear IR.  ``vjp`` transposes that IR (each linear primitive's transpose rule, walking
+the equations backwards).  ``grad``, ``jacfwd``, ``jacrev`` and ``hessian`` are built on
+those, so every combination with ``vmap`` and with themselves composes.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import optree
+
+from funcgrad.core import dtypes
+from funcgrad.core import interpreter as _interp
+from funcgrad.core.abstract import ShapedArray, aval_of
+from funcgrad.core.interpreter import Interpreter, Tracer
+from funcgrad.core.ir import IR, Literal, eval_ir
+from funcgrad.core.primitive import UndefinedPrimal
+from funcgrad.core.prims.structural import full
+from funcgrad.core.tensor import Tensor
+from funcgrad.transforms.tracing import TraceInterpreter, check_not_leaked
+
+_NS = "funcgrad"
+
+
+def tree_flatten(tree):
+    return optree.tree_flatten(tree, namespace=_NS)
+
+
+def tree_unflatten(treedef, leaves):
+    return optree.tree_unflatten(treedef, leaves)
+
+
+def as_tensor(x) -> Tensor:
+    """Arguments of transformed functions: Tensors pass, scalars and arrays convert."""
+    if isinstance(x, Tensor):
+        return x
+    if isinstance(x, (bool, int, float, complex)):
+        dtype, weak = dtypes.dtype_and_weak(x)
+        from funcgrad.core.tensor import wrap
+
+        return wrap(np.asarray(x, dtype), weak)
+    from funcgrad.core.tensor import tensor
+
+    return tensor(x)
+
+
+def is_differentiable(aval: ShapedArray) -> bool:
+    return dtypes.is_inexact(aval.dtype)
+
+
+def zeros_for(aval: ShapedArray):
+    return full(aval.shape, 0, aval.dtype)
+
+
+def add_tangents(a, b):
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return a + b
+
+
+# --- forward mode --------------------------------------------------------------------------
+
+
+class JVPTracer(Tracer):
+    """A value with its tangent, inside ``jvp``."""
+
+    __slots__ = ("primal", "tangent", "_aval")
+
+    def __init__(self, interp, primal, tangent):
+        self._interp = interp
+        self.primal = primal
+        self.tangent = tangent
+        self._aval = aval_of(primal)
+
+    @property
+    def aval(self) -> ShapedArray:
+        return self._aval
+
+
+class JVPInterpreter(Interpreter):
+    """Runs each primitive's JVP rule on (primal, tangent) pairs."""
+
+    name = "jvp"
+
+    def process(self, prim, args, params):
+        primals, tangents, own = [], [], False
+        for a in args:
+            if isinstance(a, JVPTracer) and a._interp is self:
+                primals.append(a.primal)
+                tangents.append(a.tangent)
+                own = True
+            else:
+                check_not_leaked(a)
+                primals.append(a)
+                tangents.append(None)
+        if not own:
+            return self.forward(prim, args, params)
+        if prim.jvp is None:
+            raise NotImplementedError(f"differentiation rule for '{prim.name}' not implemented")
+        with _interp.using(self.parent):
+            out, out_tangent = prim.jvp(primals, tangents, **params)
+        if prim.multiple_results:
+            return [self.lift(o, t) for o, t in zip(out, out_tangent)]
+        return self.lift(out, out_tangent)
+
+    def lift(self, primal, tangent):
+        return primal if tangent is None else JVPTracer(self, primal, tangent)
+
+    def unpack(self, x):
+        """(primal, tangent or None) of an output value."""
+        if isinstance(x, JVPTracer) and x._interp is self:
+            return x.primal, x.tangent
+        check_not_leaked(x)
+        return x, None
+
+
+def _jvp_flat(fun, primals, tangents):
+    """``fun`` on flat lists: returns (primal outs, tangent outs with None for zeros)."""
+    interp = JVPInterpreter(_interp.current())
+    try:
+        with _interp.using(interp):
+            ins = [interp.lift(p, t) for p, t in zip(primals, tangents)]
+            outs = fun(*ins)
+        pairs = [interp.unpack(o) for o in outs]
+    finally:
+        interp.active = False
+    return [p for p, _ in pairs], [t for _, t in pairs]
+
+
+def _flatten_fun(fun, in_tree, has_aux=False):
+    """Wrap a pytree function as flat-in/flat-out; the output tree lands in ``store``."""
+    store = {}
+
+    def flat_fun(*flat_args):
+        out = fun(*tree_unflatten(in_tree, list(flat_args)))
+        if has_aux:
+            if not (isinstance(out, tuple) and len(out) == 2):
+                raise TypeError("has_aux=True needs the function to return a pair "
+                                f"(output, aux), got {type(out).__name__}")
+            out, store["aux"] = out
+        leaves, store["tree"] = tree_flatten(out)
+        return [as_tensor(leaf) for leaf in leaves]
+
+    return flat_fun, store
+
+
+def jvp(fun, primals, tangents, has_aux: bool = False):
+    """Forward-mode derivative: ``(fun(*primals), J(primals) @ tangents)``.
+
+    ``primals`` and ``tangents`` are tuples of pytrees with matching structure.
+
+    >>> fg.jvp(fnp.sin, (fg.tensor(0.0),), (fg.tensor(1.0),))
+    (tensor(0., dtype=float32), tensor(1., dtype=float32))
+    """
+    if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
+        raise TypeError("jvp: primals and tangents must be tuples (one entry per argument)")
+    flat_p, tree_p = tree_flatten(tuple(primals))
+    flat_t, tree_t = tree_flatten(tuple(tangents))
+    if tree_p != tree_t:
+        raise ValueError(f"jvp: primals and tangents differ in structure: {tree_p} vs {tree_t}")
+    flat_p = [as_tensor(p) for p in flat_p]
+    checked = []
+    for p, t in zip(flat_p, flat_t):
+        t = as_tensor(t)
+        if t.shape != p.shape:
+            raise ValueError(f"jvp: tangent shape {t.shape} differs from primal shape {p.shape}")
+        if not is_differentiable(p.aval):
+            checked.append(None)
+            continue
+        checked.append(t if t.dtype == p.dtype else t.astype(p.dtype))
+    flat_fun, store = _flatten_fun(fun, tree_p, has_aux)
+    outs, out_tangents = _jvp_flat(flat_fun, flat_p, checked)
+    out_tangents = [zeros_for(aval_of(o)) if t is None else t
+                    for o, t in zip(outs, out_tangents)]
+    primal_out = tree_unflatten(store["tree"], outs)
+    tangent_out = tree_unflatten(store["tree"], out_tangents)
+    if has_aux:
+        return primal_out, tangent_out, store["aux"]
+    return primal_out, tangent_out
+
+
+# --- linearize and transpose ------------------------------------------------------------------
+
+
+def _linearize_flat(fun, primals):
+    """Primal outputs now, and the linear IR from input tangents to output tangents.
+
+    Non-differentiable (integer) inputs get no tangent input in the IR.
+    """
+    parent = _interp.current()
+    partial = TraceInterpreter(parent, stage_all=False, name="linearize")
+    tangent_args = [partial.new_arg(p.aval.strip_weak()) if is_differentiable(p.aval) else None
+                    for p in primals]
+    jvp_interp = JVPInterpreter(partial)
+    try:
+        with _interp.using(jvp_interp):
+            ins = [jvp_interp.lift(p, t) for p, t in zip(primals, tangent_args)]
+            outs = fun(*ins)
+        pairs = [jvp_interp.unpack(o) for o in outs]
+    except BaseException:
+        partial.active = False
+        raise
+    finally:
+        jvp_interp.active = False
+    primal_outs = [p for p, _ in pairs]
+    tangent_outs = [zeros_for(aval_of(p).strip_weak()) if t is None else t for p, t in pairs]
+    linear_ir = partial.build([t for t in tangent_args if t is not None], tangent_outs)
+    return primal_outs, linear_ir
+
+
+def backward_pass(ir: IR, cotangents):
+    """Transpose a linear IR: cotangents of its outputs -> cotangents of its inputs
+    (``None`` where zero)."""
+    linear = set(ir.in_vars)
+    for eqn in ir.equations:
+        if any(v in linear for v in eqn.inputs if not isinstance(v, Literal)):
+            linear.update(eqn.outputs)
+    env = dict(zip(ir.const_vars, ir.consts))
+    # forward-evaluate any non-linear equations (none from linearize, but IRs from
+    # elsewhere may carry constant work)
+    for eqn in ir.equations:
+        if not any(v in linear for v in eqn.inputs if not isinstance(v, Literal)):
+            outs = eqn.prim.bind(*[_read(env, v) for v in eqn.inputs], **eqn.params)
+            outs = outs if eqn.prim.multiple_results else [outs]
+            env.update(zip(eqn.outputs, outs))
+
+    cts = {}
+    for var, ct in zip(ir.outputs, cotangents):
+        if not isinstance(var, Literal) and var in linear and ct is not None:
+            cts[var] = add_tangents(cts.get(var), ct)
+    for eqn in reversed(ir.equations):
+        if not any(v in linear for v in eqn.outputs):
+            continue
+        out_cts = [cts.pop(v, None) for v in eqn.outputs]
+        if all(c is None for c in out_cts):
+            continue
+        args = [UndefinedPrimal(v.aval) if (not isinstance(v, Literal) and v in linear)
+                else _read(env, v) for v in eqn.inputs]
+        if eqn.prim.transpose is None:
+            raise NotImplementedError(f"transpose rule for '{eqn.prim.name}' not implemented "
+                                      "(reverse-mode differentiation through it)")
+        ct_arg = out_cts if eqn.prim.multiple_results else out_cts[0]
+        in_cts = eqn.prim.transpose(ct_arg, *args, **eqn.params)
+        for var, arg, ct in zip(eqn.inputs, args, in_cts):
+            if ct is not None and isinstance(arg, UndefinedPrimal):
+                cts[var] = add_tangents(cts.get(var), ct)
+    return [cts.get(v) for v in ir.in_vars]
+
+
+def _read(env, v):
+    if isinstance(v, Literal):
+        from funcgrad.core.tensor import wrap
+
+        return wrap(np.asarray(v.value))
+    return env[v]
+
+
+def linearize(fun, *primals):
+    """``fun(*primals)`` and its linear map ``tangents -> J @ tangents`` (as JAX).
+
+    >>> y, f_jvp = fg.linearize(fnp.sin, fg.tensor(0.0))
+    >>> f_jvp(fg.tensor(2.0))
+    tensor(2., dtype=float32)
+    """
+    flat, in_tree = tree_flatten(tuple(primals))
+    flat = [as_tensor(p) for p in flat]
+    flat_fun, store = _flatten_fun(fun, in_tree)
+    outs, linear_ir = _linearize_flat(flat_fun, flat)
+    differentiable = [is_differentiable(p.aval) for p in flat]
+
+    def f_jvp(*tangents):
+        flat_t, tree_t = tree_flatten(tuple(tangents))
+        if tree_t != in_tree:
+            raise ValueError(f"linearize: tangents structure {tree_t} differs from the "
+                             f"primals' {in_tree}")
+        ins = [as_tensor(t) for t, d in zip(flat_t, differentiable) if d]
+        return tree_unflatten(store["tree"], eval_ir(linear_ir, *ins))
+
+    return tree_unflatten(store["tree"], outs), f_jvp
+
+
+def _vjp_flat(flat_fun, flat_primals):
+    outs, linear_ir = _linearize_flat(flat_fun, flat_primals)
+
+    def vjp_flat(cts):
+        in_cts = iter(backward_pass(linear_ir, cts))
+        result = []
+        for p in flat_primals:
+            if is_differentiable(p.aval):
+                ct = next(in_cts)
+                result.append(zeros_for(p.aval.strip_weak()) if ct is None else ct)
+            else:
+                result.append(zeros_for(p.aval))
+        return result
+
+    return outs, vjp_flat
+
+
+def vjp(fun, *primals, has_aux: bool = False):
+    """Reverse-mode derivative: ``(fun(*primals), vjp_fn)`` with ``vjp_fn(ct)`` giving one
+    cotangent per primal (a tuple), as JAX.
+
+    >>> y, pullback = fg.vjp(lambda x: x * x, fg.tensor(3.0))
+    >>> pullback(fg.tensor(1.0))
+    (tensor(6., dtype=float32),)
+    """
+    flat, in_tree = tree_flatten(tuple(primals))
+    flat = [as_tensor(p) for p in flat]
+    flat_fun, store = _flatten_fun(fun, in_tree, has_aux)
+    outs, vjp_flat = _vjp_flat(flat_fun, flat)
+    out_tree = store["tree"]
+    out_avals = [aval_of(o) for o in outs]
+
+    def vjp_fn(cotangent):
+        flat_ct, ct_tree = tree_flatten(cotangent)
+        if ct_tree != out_tree:
+            raise ValueError(f"vjp: cotangent structure {ct_tree} differs from the output's "
+                             f"{out_tree}")
+        cts = []
+        for ct, aval in zip(flat_ct, out_avals):
+            ct = as_tensor(ct)
+            if ct.shape != aval.shape:
+                raise ValueError(f"vjp: cotangent shape {ct.shape} differs from output shape "
+                                 f"{aval.shape}")
+            cts.append(ct.astype(aval.dtype) if ct.dtype != aval.dtype else ct)
+        return tree_unflatten(in_tree, vjp_flat(cts))
+
+    primal_out = tree_unflatten(out_tree, outs)
+    if has_aux:
+        return primal_out, vjp_fn, store["aux"]
+    return primal_out, vjp_fn
+
+
+# --- grad and friends ----------------------------------------------------------------------
+
+
+def _argnums_tuple(argnums, nargs, name):
+    single = isinstance(argnums, int)
+    nums = (argnums,) if single else tuple(argnums)
+    for n in nums:
+        if not isinstance(n, int) or not -nargs <= n < nargs:
+            raise ValueError(f"{name}: argnums {argnums} out of range for {nargs} positional "
+                             "argument(s)")
+    return tuple(n % nargs for n in nums), single
+
+
+def _split_args(fun, args, kwargs, argnums):
+    """A function of only the differentiated arguments, and those arguments."""
+
+    def partial(*diff):
+        full_args = list(args)
+        for n, value in zip(argnums, diff):
+            full_args[n] = value
+        return fun(*full_args, **kwargs)
+
+    return partial, tuple(args[n] for n in argnums)
+
+
+def _check_inexact_inputs(name, diff_args):
+    for leaf in tree_flatten(diff_args)[0]:
+        leaf_dtype = dtypes.dtype_and_weak(leaf)[0] if not isinstance(leaf, Tensor) else leaf.dtype
+        if not dtypes.is_inexact(leaf_dtype):
+            raise TypeError(f"{name} requires real- or complex-valued (floating) inputs, got "
+                            f"an input of dtype {leaf_dtype.name}; differentiate with respect "
+                            "to float arguments only (pass integers as other arguments)")
+
+
+def value_and_grad(fun, argnums=0, has_aux: bool = False):
+    """``fun`` and its gradient with respect to the arguments ``argnums``.
+
+    >>> fg.value_and_grad(lambda x: (x ** 2).sum())(fg.tensor([1.0, 2.0]))
+    (tensor(5., dtype=float32), tensor([2., 4.], dtype=float32))
+    """
+
+    @functools.wraps(fun)
+    def value_and_grad_fun(*args, **kwargs):
+        nums, single = _argnums_tuple(argnums, len(args), "grad")
+        partial, diff_args = _split_args(fun, args, kwargs, nums)
+        _check_inexact_inputs("grad", diff_args)
+        result = vjp(partial, *diff_args, has_aux=has_aux)
+        out, pullback = result[0], result[1]
+        flat_out, _ = tree_flatten(out)
+        if len(flat_out) != 1 or not isinstance(flat_out[0], (Tensor, float, int)):
+            raise TypeError("grad requires a function returning a single scalar, got "
+                            f"{type(out).__name__} with {len(flat_out)} leaves")
+        scalar = as_tensor(flat_out[0])
+        if scalar.shape != () or not dtypes.is_inexact(scalar.dtype):
+            raise TypeError(f"grad requires a scalar float output (shape (), floating dtype); "
+                            f"got shape {scalar.shape} and dtype {scalar.dtype.name}. Use "
+                            "vjp or jacrev for non-scalar outputs, and .sum() to reduce.")
+        grads = pullback(full((), 1, scalar.dtype) if isinstance(out, Tensor) else
+                         tree_unflatten(tree_flatten(out)[1], [full((), 1, scalar.dtype)]))
+        grads = grads[0] if single else grads
+        if has_aux:
+            return (out, result[2]), grads
+        return out, grads
+
+    return value_and_grad_fun
+
+
+def grad(fun, argnums=0, has_aux: bool = False):
+    """The gradient of scalar-valued ``fun`` with respect to argument(s) ``argnums``.
+
+    >>> fg.grad(lambda x: fnp.sin(x).sum())(fg.tensor([0.0, 1.0]))
+    tensor([1.       , 0.5403023], dtype=float32)
+    """
+    vg = value_and_grad(fun, argnums, has_aux)
+
+    @functools.wraps(fun)
+    def grad_fun(*args, **kwargs):
+        (out_and_aux, grads) = vg(*args, **kwargs)
+        return (grads, out_and_aux[1]) if has_aux else grads
+
+    return grad_fun
+
+
+def _std_basis(flat):
+    """Identity rows split per leaf: a list of (N, *leaf.shape) tensors, N = total size."""
+    from funcgrad.numpy import eye, reshape
+
+    sizes = [int(np.prod(p.shape, dtype=np.int64)) for p in flat]
+    total = sum(sizes)
+    dtype = dtypes.result_type(*[p.dtype for p in flat]) if flat else dtypes.float32
+    basis = eye(total, dtype=dtype)
+    out, offset = [], 0
+    for p, n in zip(flat, sizes):
+        out.append(reshape(basis[:, offset:offset + n], (total, *p.shape)).astype(p.dtype))
+        offset += n
+    return out, sizes
+
+
+def jacfwd(fun, argnums=0, has_aux: bool = False):
+    """The Jacobian of ``fun`` by forward mode (one JVP per input element, vmapped).
+
+    Output blocks have shape ``out.shape + in.shape``.
+
+    >>> fg.jacfwd(fnp.sin)(fg.tensor([0.0, 1.0])).shape
+    (2, 2)
+    """
+    from funcgrad.numpy import moveaxis, reshape
+    from funcgrad.transforms.batching import vmap
+
+    def jacfun(*args, **kwargs):
+        nums, single = _argnums_tuple(argnums, len(args), "jacfwd")
+        partial, diff_args = _split_args(fun, args, kwargs, nums)
+        _check_inexact_inputs("jacfwd", diff_args)
+        flat_in, in_tree = tree_flatten(diff_args)
+        flat_in = [as_tensor(x) for x in flat_in]
+        flat_fun, store = _flatten_fun(partial, in_tree, has_aux)
+        basis, sizes = _std_basis(flat_in)
+
+        def push(*tangent_leaves):
+            outs, tangents = _jvp_flat(flat_fun, flat_in, list(tangent_leaves))
+            return outs, [zeros_for(aval_of(o).strip_weak()) if t is None else t
+                          for o, t in zip(outs, tangents)]
+
+        outs, tangents = vmap(push, out_axes=(None, 0))(*basis)
+        blocks = []
+        for out, tan in zip(outs, tangents):
+            row, offset = [], 0
+            for inp, n in zip(flat_in, sizes):
+                part = tan[offset:offset + n]
+                part = moveaxis(part, 0, -1)
+                row.append(reshape(part, (*aval_of(out).shape, *inp.shape)))
+                offset += n
+            blocks.append(tree_unflatten(in_tree, row))
+        blocks = [b[0] if single else b for b in blocks]
+        jac = tree_unflatten(store["tree"], blocks)
+        return (jac, store["aux"]) if has_aux else jac
+
+    return jacfun
+
+
+def jacrev(fun, argnums=0, has_aux: bool = False):
+    """The Jacobian of ``fun`` by reverse mode (one VJP per output element, vmapped).
+
+    >>> fg.jacrev(fnp.sin)(fg.tensor([0.0, 1.0])).shape
+    (2, 2)
+    """
+    from funcgrad.numpy import reshape
+    from funcgrad.transforms.batching import vmap
+
+    def jacfun(*args, **kwargs):
+        nums, single = _argnums_tuple(argnums, len(args), "jacrev")
+        partial, diff_args = _split_args(fun, args, kwargs, nums)
+        _check_inexact_inputs("jacrev", diff_args)
+        flat_in, in_tree = tree_flatten(diff_args)
+        flat_in = [as_tensor(x) for x in flat_in]
+        flat_fun, store = _flatten_fun(partial, in_tree, has_aux)
+        outs, pullback = _vjp_flat(flat_fun, flat_in)
+        basis, sizes = _std_basis(outs)
+        rows = vmap(lambda *cts: pullback(list(cts)))(*basis)
+
+        blocks = []
+        offset = 0
+        for out, n in zip(outs, sizes):
+            row = [reshape(r[offset:offset + n], (*out.shape, *inp.shape))
+                   for r, inp in zip(rows, flat_in)]
+            blocks.append(tree_unflatten(in_tree, row))
+            offset += n
+        blocks = [b[0] if single else b for b in blocks]
+        jac = tree_unflatten(store["tree"], blocks)
+        return (jac, store["aux"]) if has_aux else jac
+
+    return jacfun
+
+
+def hessian(fun, argnums=0, has_aux: bool = False):
+    """The Hessian of scalar ``fun``: ``jacfwd(jacrev(fun))``.
+
+    >>> fg.hessian(lambda x: (x ** 3).sum())(fg.tensor([1.0, 2.0]))
+    tensor([[ 6.,  0.],
+            [ 0., 12.]], dtype=float32)
+    """
+    return jacfwd(jacrev(fun, argnums, has_aux), argnums, has_aux)

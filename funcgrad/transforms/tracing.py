@@ -1,0 +1,147 @@
+"""Tracing to IR: an interpreter that records primitive applications as equations.
+
+With ``stage_all=True`` (make_ir, jit, control-flow bodies) every application is
+recorded.  With ``stage_all=False`` it is a partial evaluator: applications whose inputs
+are all known (not this interpreter's tracers) run at once in the parent, and only those
+touching unknown values are recorded; linearize uses this to split a JVP into the primal
+computation (done now) and the linear tangent program (the IR).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from funcgrad.core import interpreter as _interp
+from funcgrad.core.abstract import ShapedArray, aval_of
+from funcgrad.core.interpreter import Interpreter, Tracer
+from funcgrad.core.ir import IR, Equation, Literal, Var, eval_ir
+from funcgrad.core.tensor import Tensor
+
+
+class IRTracer(Tracer):
+    """A value being traced into an IR: it stands for one IR variable."""
+
+    __slots__ = ("var",)
+
+    def __init__(self, interp, var):
+        self._interp = interp
+        self.var = var
+
+    @property
+    def aval(self) -> ShapedArray:
+        return self.var.aval
+
+
+def check_not_leaked(value):
+    if isinstance(value, Tracer) and not value._interp.active:
+        raise _interp._leaked(value)
+
+
+class TraceInterpreter(Interpreter):
+    """Records primitive applications into an IR (see the module docstring)."""
+
+    def __init__(self, parent, *, stage_all: bool = True, name: str = "make_ir"):
+        super().__init__(parent)
+        self.stage_all = stage_all
+        self.name = name
+        self.equations: list[Equation] = []
+        self.const_vars: list[Var] = []
+        self.consts: list = []
+        self._const_ids: dict[int, Var] = {}
+
+    def new_arg(self, aval: ShapedArray) -> IRTracer:
+        return IRTracer(self, Var(aval))
+
+    def is_own(self, x) -> bool:
+        return isinstance(x, IRTracer) and x._interp is self
+
+    def to_var(self, x):
+        if isinstance(x, IRTracer) and x._interp is self:
+            return x.var
+        check_not_leaked(x)
+        if isinstance(x, (bool, int, float, complex)):
+            return Literal(np.asarray(x))
+        if isinstance(x, np.ndarray) and x.ndim == 0:
+            return Literal(x)
+        if type(x) is Tensor and x.ndim == 0 and x.size == 1:
+            return Literal(np.asarray(x._buf))
+        var = self._const_ids.get(id(x))
+        if var is None:
+            var = Var(aval_of(x).strip_weak() if not isinstance(x, Tensor) else x.aval)
+            self._const_ids[id(x)] = var
+            self.const_vars.append(var)
+            self.consts.append(x)
+        return var
+
+    def process(self, prim, args, params):
+        if not self.stage_all and not any(self.is_own(a) for a in args):
+            return self.forward(prim, args, params)
+        inputs = [self.to_var(a) for a in args]
+        out_avals = prim.abstract_eval(*[v.aval for v in inputs], **params)
+        if prim.multiple_results:
+            outs = [Var(a) for a in out_avals]
+            self.equations.append(Equation(prim, inputs, params, outs))
+            return [IRTracer(self, v) for v in outs]
+        out = Var(out_avals)
+        self.equations.append(Equation(prim, inputs, params, [out]))
+        return IRTracer(self, out)
+
+    def build(self, in_tracers, outputs) -> IR:
+        """The IR from ``in_tracers`` to ``outputs`` (tracers or constants)."""
+        in_vars = [t.var for t in in_tracers]
+        out_vars = [self.to_var(o) for o in outputs]
+        self.active = False
+        return IR(in_vars, self.equations, out_vars, self.const_vars, self.consts)
+
+
+def trace_to_ir(fun, in_avals, *, name: str = "make_ir", stage_all: bool = True):
+    """Trace ``fun(*tracers) -> list of values`` into an IR with the given input avals."""
+    tracer = TraceInterpreter(_interp.current(), stage_all=stage_all, name=name)
+    args = [tracer.new_arg(a) for a in in_avals]
+    try:
+        with _interp.using(tracer):
+            outs = fun(*args)
+    except BaseException:
+        tracer.active = False
+        raise
+    return tracer.build(args, outs)
+
+
+def hoist_consts(ir: IR) -> tuple[IR, list]:
+    """The same program with its constants turned into leading inputs."""
+    closed = IR(ir.const_vars + ir.in_vars, ir.equations, ir.outputs)
+    return closed, list(ir.consts)
+
+
+def ir_as_function(ir: IR):
+    """A Python function evaluating ``ir`` (for re-tracing under a transformation)."""
+    return lambda *args: eval_ir(ir, *args)
+
+
+def make_ir(fun):
+    """``make_ir(fun)(*args)`` traces ``fun`` on arguments like ``args`` and returns the IR.
+
+    >>> print(fg.make_ir(lambda x: fnp.sin(x).sum())(fg.ones(3)))
+    { lambda ; a:f32[3]. let
+        b:f32[3] = sin a
+        c:f32[] = reduce_sum[axes=(0,)] b
+      in (c,) }
+    """
+    import functools
+
+    import optree
+
+    from funcgrad.transforms.ad import as_tensor
+
+    @functools.wraps(fun)
+    def traced(*args, **kwargs):
+        flat, in_tree = optree.tree_flatten(args, namespace="funcgrad")
+        flat = [as_tensor(x) for x in flat]
+
+        def flat_fun(*tracers):
+            out = fun(*optree.tree_unflatten(in_tree, list(tracers)), **kwargs)
+            return optree.tree_leaves(out, namespace="funcgrad")
+
+        return trace_to_ir(flat_fun, [x.aval for x in flat])
+
+    return traced
