@@ -92,3 +92,12 @@ from funcgrad.transforms.tracing import make_ir  # noqa: E402
 
 __all__ += ["grad", "hessian", "jacfwd", "jacrev", "jvp", "linearize", "make_ir",
             "value_and_grad", "vjp", "vmap"]
+from funcgrad.transforms.control_flow import (  # noqa: E402
+    cond,
+    fori_loop,
+    scan,
+    switch,
+    while_loop,
+)
+
+__all__ += ["cond", "fori_loop", "scan", "switch", "while_loop"]

@@ -9,7 +9,9 @@ A primitive is declared once, in the module of its family, with every rule side 
 - ``transpose``: for linear primitives, ``transpose(cotangent, *args, **params)`` returning
   one cotangent (or ``None``) per argument; linear arguments arrive as ``UndefinedPrimal``;
 - ``batch``: ``batch(axis_size, args, dims, **params) -> (out, out_dim)``;
-- ``lower``: the MLIR lowering rule (jit), ``onnx``: the ONNX export rule.
+- ``lower``: the MLIR lowering rule (jit), ``onnx``: the ONNX export rule;
+- ``partial_eval`` (higher-order primitives only): how linearize splits an application
+  with some unknown inputs into work done now and work recorded.
 
 ``prim.bind(*args, **params)`` hands the application to the current interpreter.
 """
@@ -45,6 +47,7 @@ class Primitive:
         self.batch = None
         self.lower = None
         self.onnx = None
+        self.partial_eval = None
         registry[name] = self
 
     def bind(self, *args, **params):

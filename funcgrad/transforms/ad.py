@@ -146,11 +146,22 @@ def _flatten_fun(fun, in_tree, has_aux=False):
             if not (isinstance(out, tuple) and len(out) == 2):
                 raise TypeError("has_aux=True needs the function to return a pair "
                                 f"(output, aux), got {type(out).__name__}")
-            out, store["aux"] = out
+            out, aux = out
+            store["aux"] = _strip_tangents(aux)
         leaves, store["tree"] = tree_flatten(out)
         return [as_tensor(leaf) for leaf in leaves]
 
     return flat_fun, store
+
+
+def _strip_tangents(aux):
+    """Auxiliary outputs are not differentiated: drop the running JVP's tangents from them,
+    so they leave the transformation as plain values (of the enclosing level)."""
+    interp = _interp.current()
+    if not isinstance(interp, JVPInterpreter):
+        return aux
+    return optree.tree_map(lambda x: interp.unpack(x)[0] if isinstance(x, Tracer) else x, aux,
+                           namespace=_NS)
 
 
 def jvp(fun, primals, tangents, has_aux: bool = False):
@@ -217,16 +228,22 @@ def _linearize_flat(fun, primals):
     return primal_outs, linear_ir
 
 
-def backward_pass(ir: IR, cotangents):
+def backward_pass(ir: IR, cotangents, inputs=None):
     """Transpose a linear IR: cotangents of its outputs -> cotangents of its inputs
-    (``None`` where zero)."""
-    linear = set(ir.in_vars)
+    (``None`` where zero).
+
+    ``inputs`` (optional) gives one entry per input: an ``UndefinedPrimal`` for the linear
+    ones, a value for the others (residuals the linear map depends on).
+    """
+    if inputs is None:
+        inputs = [UndefinedPrimal(v.aval) for v in ir.in_vars]
+    linear = {v for v, x in zip(ir.in_vars, inputs) if isinstance(x, UndefinedPrimal)}
     for eqn in ir.equations:
         if any(v in linear for v in eqn.inputs if not isinstance(v, Literal)):
             linear.update(eqn.outputs)
     env = dict(zip(ir.const_vars, ir.consts))
-    # forward-evaluate any non-linear equations (none from linearize, but IRs from
-    # elsewhere may carry constant work)
+    env.update((v, x) for v, x in zip(ir.in_vars, inputs) if not isinstance(x, UndefinedPrimal))
+    # forward-evaluate the non-linear equations (work on residuals only)
     for eqn in ir.equations:
         if not any(v in linear for v in eqn.inputs if not isinstance(v, Literal)):
             outs = eqn.prim.bind(*[_read(env, v) for v in eqn.inputs], **eqn.params)
@@ -253,7 +270,7 @@ def backward_pass(ir: IR, cotangents):
         for var, arg, ct in zip(eqn.inputs, args, in_cts):
             if ct is not None and isinstance(arg, UndefinedPrimal):
                 cts[var] = add_tangents(cts.get(var), ct)
-    return [cts.get(v) for v in ir.in_vars]
+    return [cts.get(v) if v in linear else None for v in ir.in_vars]
 
 
 def _read(env, v):

@@ -74,8 +74,11 @@ class TraceInterpreter(Interpreter):
         return var
 
     def process(self, prim, args, params):
-        if not self.stage_all and not any(self.is_own(a) for a in args):
-            return self.forward(prim, args, params)
+        if not self.stage_all:
+            if not any(self.is_own(a) for a in args):
+                return self.forward(prim, args, params)
+            if prim.partial_eval is not None:
+                return prim.partial_eval(self, args, params)
         inputs = [self.to_var(a) for a in args]
         out_avals = prim.abstract_eval(*[v.aval for v in inputs], **params)
         if prim.multiple_results:
@@ -85,6 +88,13 @@ class TraceInterpreter(Interpreter):
         out = Var(out_avals)
         self.equations.append(Equation(prim, inputs, params, [out]))
         return IRTracer(self, out)
+
+    def stage(self, prim, args, params, out_avals):
+        """Record ``prim`` applied to ``args`` with the given output avals."""
+        inputs = [self.to_var(a) for a in args]
+        outs = [Var(a) for a in out_avals]
+        self.equations.append(Equation(prim, inputs, params, outs))
+        return [IRTracer(self, v) for v in outs]
 
     def build(self, in_tracers, outputs) -> IR:
         """The IR from ``in_tracers`` to ``outputs`` (tracers or constants)."""

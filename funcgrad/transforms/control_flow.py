@@ -1,0 +1,830 @@
+"""Control flow: cond/switch, while_loop, fori_loop and scan as primitives over sub-IRs.
+
+Outside every transformation they simply run Python (the branch taken, the loop).  Under
+a transformation the user's functions are traced to IRs (their captured values become
+explicit operands) and carried by ``cond``, ``while_loop`` and ``scan`` primitives whose
+JVP, batching, partial-evaluation (reverse mode) and transpose rules transform those IRs.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from funcgrad.core import dtypes
+from funcgrad.core import interpreter as _interp
+from funcgrad.core.abstract import ShapedArray, aval_of
+from funcgrad.core.ir import IR, Var, eval_ir
+from funcgrad.core.primitive import Primitive, UndefinedPrimal
+from funcgrad.core.prims import elementwise as ew
+from funcgrad.core.prims.reductions import reduce_or
+from funcgrad.core.prims.structural import broadcast_in_dim, moveaxis
+from funcgrad.core.tensor import Tensor, wrap
+from funcgrad.transforms.ad import as_tensor, tree_flatten, tree_unflatten, zeros_for
+from funcgrad.transforms.ir_transforms import (
+    batch_ir,
+    jvp_ir,
+    partial_eval_ir,
+    transpose_ir,
+)
+from funcgrad.transforms.tracing import hoist_consts, trace_to_ir
+
+
+def _eager() -> bool:
+    return _interp.current() is _interp.EAGER
+
+
+def _typestr(avals) -> str:
+    return "(" + ", ".join(a.str_short() for a in avals) + ")"
+
+
+def _trace_fun(fun, in_tree, in_avals, name):
+    """Trace a pytree function on flat avals: (IR with consts hoisted, consts, out tree)."""
+    store = {}
+
+    def flat_fun(*leaves):
+        out = fun(*tree_unflatten(in_tree, list(leaves)))
+        flat, store["tree"] = tree_flatten(out)
+        return [as_tensor(x) for x in flat]
+
+    ir = trace_to_ir(flat_fun, in_avals, name=name)
+    closed, consts = hoist_consts(ir)
+    return closed, consts, store["tree"]
+
+
+def _with_extra_inputs(ir: IR, before: list, after: list = ()) -> IR:
+    """``ir`` taking extra, unused inputs of the given avals before/after its own."""
+    return IR([Var(a) for a in before] + ir.in_vars + [Var(a) for a in after],
+              ir.equations, ir.outputs, ir.const_vars, ir.consts)
+
+
+def _permute_inputs(ir: IR, order) -> IR:
+    return IR([ir.in_vars[i] for i in order], ir.equations, ir.outputs, ir.const_vars,
+              ir.consts)
+
+
+def _select_outputs(ir: IR, keep) -> IR:
+    return IR(ir.in_vars, ir.equations, [o for o, k in zip(ir.outputs, keep) if k],
+              ir.const_vars, ir.consts)
+
+
+def _to_front(x, dim, axis_size):
+    if dim is None:
+        return broadcast_in_dim(x, (axis_size, *x.shape), tuple(range(1, x.ndim + 1)))
+    return x if dim == 0 else moveaxis(x, dim, 0)
+
+
+def _instantiate(values, avals):
+    return [zeros_for(a.strip_weak()) if v is None else v for v, a in zip(values, avals)]
+
+
+def _strong(aval: ShapedArray) -> ShapedArray:
+    return aval.strip_weak()
+
+
+# =========================================================================================
+# cond / switch
+# =========================================================================================
+
+cond_p = Primitive("cond", multiple_results=True)
+
+
+def switch(index, branches, *operands):
+    """Apply ``branches[index](*operands)``; ``index`` is clamped into range.
+
+    Under jit/vmap/grad every branch is traced and must return the same types.
+
+    >>> fg.switch(1, [lambda x: x + 1, lambda x: x * 2], fg.tensor(3.0))
+    tensor(6., dtype=float32)
+    """
+    branches = list(branches)
+    if not branches:
+        raise ValueError("switch: need at least one branch")
+    if not all(callable(b) for b in branches):
+        raise TypeError("switch: branches must be callables")
+    if _eager() and (not isinstance(index, Tensor) or type(index) is Tensor):
+        i = int(np.clip(int(np.asarray(index)), 0, len(branches) - 1))
+        return branches[i](*operands)
+    index = as_tensor(index)
+    if index.shape != ():
+        raise TypeError(f"switch/cond: the index/predicate must be a scalar, got shape "
+                        f"{index.shape}")
+    if index.dtype == dtypes.bool_:
+        index = ew.convert_element_type(index, dtypes.int32)
+    elif not dtypes.is_integer(index.dtype):
+        raise TypeError(f"switch: index must be an integer scalar, got {index.dtype.name}")
+    else:
+        index = ew.convert_element_type(index, dtypes.int32)
+    index = ew.max(ew.min(index, wrap(np.int32(len(branches) - 1))), wrap(np.int32(0)))
+    flat_ops, in_tree = tree_flatten(operands)
+    flat_ops = [as_tensor(x) for x in flat_ops]
+    in_avals = [_strong(x.aval) for x in flat_ops]
+    traced = [_trace_fun(b, in_tree, in_avals, "cond") for b in branches]
+    out_tree = traced[0][2]
+    for k, (ir, _, tree) in enumerate(traced[1:], 1):
+        if tree != out_tree:
+            raise TypeError(f"cond/switch: branch 0 returns structure {out_tree} but branch {k} "
+                            f"returns {tree}; all branches must return the same structure")
+        a0 = [_strong(a) for a in traced[0][0].out_avals]
+        ak = [_strong(a) for a in ir.out_avals]
+        if [(a.shape, a.dtype) for a in a0] != [(a.shape, a.dtype) for a in ak]:
+            raise TypeError(f"cond/switch: branch 0 returns {_typestr(a0)} but branch {k} "
+                            f"returns {_typestr(ak)}; all branches must return the same "
+                            "shapes and dtypes")
+    # every branch takes every branch's captured constants, then the operands
+    const_avals = [[aval_of(c) for c in consts] for _, consts, _ in traced]
+    irs = []
+    for k, (ir, consts, _) in enumerate(traced):
+        before = [a for j in range(k) for a in const_avals[j]]
+        after_consts = [a for j in range(k + 1, len(traced)) for a in const_avals[j]]
+        n_own = len(consts)
+        # layout: consts of branches < k, own consts, consts of branches > k, operands
+        new = _with_extra_inputs(ir, before)
+        own_and_ops = new.in_vars[len(before):]
+        extra = [Var(a) for a in after_consts]
+        new = IR(new.in_vars[:len(before)] + own_and_ops[:n_own] + extra + own_and_ops[n_own:],
+                 new.equations, new.outputs)
+        irs.append(new)
+    all_consts = [c for _, consts, _ in traced for c in consts]
+    outs = cond_p.bind(index, *all_consts, *flat_ops, branches=tuple(irs))
+    return tree_unflatten(out_tree, outs)
+
+
+def cond(pred, true_fun, false_fun, *operands):
+    """``true_fun(*operands)`` if ``pred`` else ``false_fun(*operands)``.
+
+    ``pred`` is a scalar; under vmap a batched predicate evaluates both branches and selects.
+
+    >>> fg.cond(fg.tensor(True), lambda x: x + 1, lambda x: x - 1, fg.tensor(1.0))
+    tensor(2., dtype=float32)
+    """
+    if _eager() and (not isinstance(pred, Tensor) or type(pred) is Tensor):
+        pred_array = np.asarray(pred)
+        if pred_array.shape != ():
+            raise TypeError(f"cond: the predicate must be a scalar, got shape {pred_array.shape}")
+        return true_fun(*operands) if bool(pred_array) else false_fun(*operands)
+    pred = as_tensor(pred)
+    if pred.shape != ():
+        raise TypeError(f"cond: the predicate must be a scalar, got shape {pred.shape}")
+    if pred.dtype != dtypes.bool_:
+        pred = ew.ne(pred, wrap(np.zeros((), pred.dtype)))
+    return switch(pred, [false_fun, true_fun], *operands)
+
+
+def _cond_impl(index, *args, branches):
+    i = int(np.clip(int(index), 0, len(branches) - 1))
+    outs = eval_ir(branches[i], *[wrap(a) for a in args])
+    return [np.asarray(o._buf) for o in outs]
+
+
+def _cond_abstract_eval(index, *args, branches):
+    return [_strong(a) for a in branches[0].out_avals]
+
+
+def _cond_jvp(primals, tangents, *, branches):
+    index, args = primals[0], primals[1:]
+    arg_tangents = tangents[1:]
+    nonzero = [t is not None and dtypes.is_inexact(aval_of(a).dtype)
+               for a, t in zip(args, arg_tangents)]
+    if not any(nonzero):
+        return cond_p.bind(index, *args, branches=branches), [None] * len(branches[0].outputs)
+    instantiate = [dtypes.is_inexact(a.dtype) for a in branches[0].out_avals]
+    new = [jvp_ir(b, nonzero, instantiate) for b in branches]
+    out_nonzero = new[0][1]
+    n_out = len(branches[0].outputs)
+    outs = cond_p.bind(index, *args, *[t for t, nz in zip(arg_tangents, nonzero) if nz],
+                       branches=tuple(ir for ir, _ in new))
+    it = iter(outs[n_out:])
+    return outs[:n_out], [next(it) if nz else None for nz in out_nonzero]
+
+
+def _cond_batch(axis_size, args, dims, *, branches):
+    index, index_dim = args[0], dims[0]
+    ops = [_to_front(a, d, axis_size) if d is not None else a for a, d in zip(args[1:], dims[1:])]
+    batched = [d is not None for d in dims[1:]]
+    if index_dim is None:
+        first = [batch_ir(b, axis_size, batched, instantiate=False)[1] for b in branches]
+        out_batched = [any(col) for col in zip(*first)]
+        new = [batch_ir(b, axis_size, batched, instantiate=out_batched)[0] for b in branches]
+        outs = cond_p.bind(index, *ops, branches=tuple(new))
+        return outs, [0 if b else None for b in out_batched]
+    # a batched predicate: run every branch on the batch and select per element
+    index = _to_front(index, index_dim, axis_size)
+    results = []
+    for b in branches:
+        ir, _ = batch_ir(b, axis_size, batched, instantiate=True)
+        results.append(eval_ir(ir, *ops))
+    outs = []
+    for per_branch in zip(*results):
+        shape = per_branch[0].shape
+        which = broadcast_in_dim(index, shape, (0,))
+        outs.append(ew.select_n(which, *per_branch))
+    return outs, [0] * len(outs)
+
+
+def _cond_partial_eval(trace, args, params):
+    branches = params["branches"]
+    index, ops = args[0], list(args[1:])
+    out_avals = _cond_abstract_eval(*[aval_of(a) for a in args], **params)
+    if trace.is_own(index):
+        return trace.stage(cond_p, args, params, out_avals)
+    unknowns = [trace.is_own(o) for o in ops]
+    first = [partial_eval_ir(b, unknowns)[2] for b in branches]
+    out_unknowns = [any(col) for col in zip(*first)]
+    splits = [partial_eval_ir(b, unknowns, instantiate=out_unknowns) for b in branches]
+    res_avals = [_residual_avals(s) for s in splits]
+    known_ops = [o for o, u in zip(ops, unknowns) if not u]
+    unknown_ops = [o for o, u in zip(ops, unknowns) if u]
+    n_known_out = out_unknowns.count(False)
+
+    known_branches = []
+    for k, ((known_ir, known_consts), _, _, _) in enumerate(splits):
+        def known_fun(*xs, known_ir=known_ir, known_consts=known_consts, k=k):
+            outs = eval_ir(known_ir, *known_consts, *xs)
+            own_res = outs[n_known_out:]
+            result = list(outs[:n_known_out])
+            for j, avals in enumerate(res_avals):
+                result += own_res if j == k else [zeros_for(a) for a in avals]
+            return result
+
+        known_branches.append(trace_to_ir(known_fun, [aval_of(o) for o in known_ops],
+                                          name="cond"))
+    with _interp.using(trace.parent):
+        known_results = cond_p.bind(index, *known_ops, branches=tuple(known_branches))
+    known_outs, residuals = known_results[:n_known_out], known_results[n_known_out:]
+
+    unknown_branches = []
+    for k, (_, unknown_ir, _, _) in enumerate(splits):
+        before = [a for j in range(k) for a in res_avals[j]]
+        after = [a for j in range(k + 1, len(splits)) for a in res_avals[j]]
+        n_own = len(res_avals[k])
+        padded = IR([Var(a) for a in before] + unknown_ir.in_vars[:n_own]
+                    + [Var(a) for a in after] + unknown_ir.in_vars[n_own:],
+                    unknown_ir.equations, unknown_ir.outputs)
+        unknown_branches.append(padded)
+    unknown_avals = [a for a, u in zip(out_avals, out_unknowns) if u]
+    unknown_outs = trace.stage(cond_p, [index, *residuals, *unknown_ops],
+                               dict(branches=tuple(unknown_branches)), unknown_avals)
+    known_it, unknown_it = iter(known_outs), iter(unknown_outs)
+    return [next(unknown_it) if u else next(known_it) for u in out_unknowns]
+
+
+def _residual_avals(split):
+    """The avals of the residuals a partial_eval_ir split passes to its unknown part."""
+    (known_ir, _), _, _, sources = split
+    outs = known_ir.out_avals
+    return outs[len(outs) - len(sources):]
+
+
+def _cond_transpose(cts, index, *args, branches):
+    if isinstance(index, UndefinedPrimal):
+        raise TypeError("cond: the branch index is not linear")
+    linear = [isinstance(a, UndefinedPrimal) for a in args]
+    out_avals = branches[0].out_avals
+    cts = _instantiate(cts, out_avals)
+    new = tuple(transpose_ir(b, linear) for b in branches)
+    res = [a for a in args if not isinstance(a, UndefinedPrimal)]
+    outs = iter(cond_p.bind(index, *res, *cts, branches=new))
+    return [None] + [next(outs) if lin else None for lin in linear]
+
+
+cond_p.impl = _cond_impl
+cond_p.abstract_eval = _cond_abstract_eval
+cond_p.jvp = _cond_jvp
+cond_p.batch = _cond_batch
+cond_p.partial_eval = _cond_partial_eval
+cond_p.transpose = _cond_transpose
+cond_p.linear = True
+
+
+# =========================================================================================
+# scan
+# =========================================================================================
+
+scan_p = Primitive("scan", multiple_results=True)
+
+
+def _leading_length(xs_flat, length):
+    lengths = {int(x.shape[0]) for x in xs_flat if x.ndim}
+    if any(x.ndim == 0 for x in xs_flat):
+        raise ValueError("scan: every leaf of xs needs a leading axis to scan over")
+    if length is not None:
+        lengths.add(int(length))
+    if len(lengths) > 1:
+        raise ValueError(f"scan: inconsistent lengths: xs leading axes and length give "
+                         f"{sorted(lengths)}")
+    if not lengths:
+        raise ValueError("scan: pass xs with a leading axis or length=")
+    return lengths.pop()
+
+
+def scan(f, init, xs=None, length=None, reverse: bool = False, unroll: int = 1):
+    """Loop ``carry, y = f(carry, x)`` over the leading axis of ``xs``; returns
+    ``(final carry, stacked ys)`` as ``jax.lax.scan``.
+
+    >>> def step(total, x):
+    ...     return total + x, total
+    >>> fg.scan(step, fg.tensor(0.0), fg.tensor([1.0, 2.0, 3.0]))
+    (tensor(6., dtype=float32), tensor([0., 1., 3.], dtype=float32))
+    """
+    carry_flat, carry_tree = tree_flatten(init)
+    carry_flat = [as_tensor(c) for c in carry_flat]
+    xs_flat, xs_tree = tree_flatten(xs)
+    xs_flat = [as_tensor(x) for x in xs_flat]
+    n = _leading_length(xs_flat, length)
+    if _eager() and all(type(v) is Tensor for v in carry_flat + xs_flat):
+        return _scan_python(f, init, xs, xs_flat, xs_tree, n, reverse)
+
+    carry_avals = [_strong(c.aval) for c in carry_flat]
+    x_avals = [ShapedArray(x.shape[1:], x.dtype) for x in xs_flat]
+    store = {}
+
+    def body(*leaves):
+        carry = tree_unflatten(carry_tree, list(leaves[:len(carry_avals)]))
+        x = tree_unflatten(xs_tree, list(leaves[len(carry_avals):]))
+        out = f(carry, x)
+        if not (isinstance(out, tuple) and len(out) == 2):
+            raise TypeError("scan: the body must return a pair (carry, y)")
+        new_carry, y = out
+        new_flat, new_tree = tree_flatten(new_carry)
+        if new_tree != carry_tree:
+            raise TypeError(f"scan: the body's carry output structure {new_tree} differs from "
+                            f"the input carry's {carry_tree}")
+        new_flat = [as_tensor(c) for c in new_flat]
+        got = [_strong(c.aval) for c in new_flat]
+        if [(a.shape, a.dtype) for a in got] != [(a.shape, a.dtype) for a in carry_avals]:
+            raise TypeError(f"scan: the body's carry output types {_typestr(got)} differ from "
+                            f"the input carry types {_typestr(carry_avals)}")
+        y_flat, store["y_tree"] = tree_flatten(y)
+        return new_flat + [as_tensor(v) for v in y_flat]
+
+    ir = trace_to_ir(body, carry_avals + x_avals, name="scan")
+    closed, consts = hoist_consts(ir)
+    init_vals = [ew.convert_element_type(c, a.dtype) if c.weak_type else c
+                 for c, a in zip(carry_flat, carry_avals)]
+    outs = scan_p.bind(*consts, *init_vals, *xs_flat, body=closed, num_consts=len(consts),
+                       num_carry=len(carry_avals), length=n, reverse=bool(reverse))
+    carry_out = tree_unflatten(carry_tree, outs[:len(carry_avals)])
+    return carry_out, tree_unflatten(store["y_tree"], outs[len(carry_avals):])
+
+
+def _scan_python(f, init, xs, xs_flat, xs_tree, n, reverse):
+    from funcgrad.numpy import stack
+
+    carry = init
+    ys = []
+    steps = range(n - 1, -1, -1) if reverse else range(n)
+    for i in steps:
+        x = tree_unflatten(xs_tree, [v[i] for v in xs_flat])
+        out = f(carry, x)
+        if not (isinstance(out, tuple) and len(out) == 2):
+            raise TypeError("scan: the body must return a pair (carry, y)")
+        carry, y = out
+        ys.append(y)
+    if reverse:
+        ys.reverse()
+    if not ys:
+        # trace once for the output structure of an empty scan
+        return _scan_empty(f, init, xs_flat, xs_tree)
+    y_leaves = [tree_flatten(y)[0] for y in ys]
+    y_tree = tree_flatten(ys[0])[1]
+    stacked = [stack([as_tensor(v) for v in column]) for column in zip(*y_leaves)]
+    return carry, tree_unflatten(y_tree, stacked)
+
+
+def _scan_empty(f, init, xs_flat, xs_tree):
+    carry_flat, carry_tree = tree_flatten(init)
+    x_avals = [ShapedArray(x.shape[1:], x.dtype) for x in xs_flat]
+    store = {}
+
+    def body(*leaves):
+        out = f(tree_unflatten(carry_tree, list(leaves[:len(carry_flat)])),
+                tree_unflatten(xs_tree, list(leaves[len(carry_flat):])))
+        y_flat, store["tree"] = tree_flatten(out[1])
+        return [as_tensor(v) for v in y_flat]
+
+    ir = trace_to_ir(body, [as_tensor(c).aval for c in carry_flat] + x_avals, name="scan")
+    ys = [zeros_for(ShapedArray((0, *a.shape), a.dtype)) for a in ir.out_avals]
+    return init, tree_unflatten(store["tree"], ys)
+
+
+def _split3(seq, a, b):
+    return list(seq[:a]), list(seq[a:a + b]), list(seq[a + b:])
+
+
+def _scan_impl(*args, body, num_consts, num_carry, length, reverse):
+    consts, carry, xs = _split3([wrap(a) for a in args], num_consts, num_carry)
+    ys_steps = []
+    steps = range(length - 1, -1, -1) if reverse else range(length)
+    for i in steps:
+        outs = eval_ir(body, *consts, *carry, *[wrap(np.asarray(x._buf[i])) for x in xs])
+        carry, y = outs[:num_carry], outs[num_carry:]
+        ys_steps.append([np.asarray(v._buf) for v in y])
+    if reverse:
+        ys_steps.reverse()
+    y_avals = body.out_avals[num_carry:]
+    ys = [np.stack(col) if ys_steps else np.zeros((0, *a.shape), a.dtype)
+          for col, a in zip(zip(*ys_steps) if ys_steps else [()] * len(y_avals), y_avals)]
+    return [np.asarray(c._buf) for c in carry] + ys
+
+
+def _scan_abstract_eval(*args, body, num_consts, num_carry, length, reverse):
+    outs = [_strong(a) for a in body.out_avals]
+    return outs[:num_carry] + [ShapedArray((length, *a.shape), a.dtype) for a in outs[num_carry:]]
+
+
+def _scan_jvp(primals, tangents, *, body, num_consts, num_carry, length, reverse):
+    consts_nz, carry_nz, xs_nz = _split3([t is not None for t in tangents], num_consts,
+                                         num_carry)
+    n_y = len(body.outputs) - num_carry
+    carry_avals = body.in_avals[num_consts:num_consts + num_carry]
+    carry_nz = [nz and dtypes.is_inexact(a.dtype) for nz, a in zip(carry_nz, carry_avals)]
+    while True:
+        _, out_nz = jvp_ir(body, consts_nz + carry_nz + xs_nz,
+                           instantiate=carry_nz + [False] * n_y)
+        new = [a or b for a, b in zip(carry_nz, out_nz[:num_carry])]
+        if new == carry_nz:
+            break
+        carry_nz = new
+    body_jvp, out_nz = jvp_ir(body, consts_nz + carry_nz + xs_nz,
+                              instantiate=carry_nz + [False] * n_y)
+    ys_nz = out_nz[num_carry:]
+    # body_jvp inputs: consts, carry, xs, then tangents of the nonzero ones in that order
+    n_in = len(body.in_vars)
+    nz_all = consts_nz + carry_nz + xs_nz
+    tangent_pos = [i for i, nz in enumerate(nz_all) if nz]
+    where = {p: n_in + k for k, p in enumerate(tangent_pos)}
+    order = (list(range(num_consts)) + [where[i] for i in range(num_consts) if nz_all[i]]
+             + list(range(num_consts, num_consts + num_carry))
+             + [where[i] for i in range(num_consts, num_consts + num_carry) if nz_all[i]]
+             + list(range(num_consts + num_carry, n_in))
+             + [where[i] for i in range(num_consts + num_carry, n_in) if nz_all[i]])
+    new_body = _permute_inputs(body_jvp, order)
+    # body_jvp outputs: carry, ys, carry tangents, ys tangents -> carry+tangents, ys+tangents
+    n_ct = sum(carry_nz)
+    outs_order = (list(range(num_carry)) + list(range(num_carry + n_y, num_carry + n_y + n_ct))
+                  + list(range(num_carry, num_carry + n_y))
+                  + list(range(num_carry + n_y + n_ct, len(new_body.outputs))))
+    new_body = IR(new_body.in_vars, new_body.equations, [new_body.outputs[i] for i in outs_order])
+    consts, carry, xs = _split3(list(primals), num_consts, num_carry)
+    c_t, carry_t, xs_t = _split3(list(tangents), num_consts, num_carry)
+    carry_t = [zeros_for(_strong(aval_of(c))) if t is None else t
+               for c, t, nz in zip(carry, carry_t, carry_nz) if nz]
+    outs = scan_p.bind(*consts, *[t for t in c_t if t is not None], *carry, *carry_t,
+                       *xs, *[t for t in xs_t if t is not None], body=new_body,
+                       num_consts=num_consts + sum(consts_nz), num_carry=num_carry + n_ct,
+                       length=length, reverse=reverse)
+    carry_out, carry_t_out = outs[:num_carry], outs[num_carry:num_carry + n_ct]
+    ys, ys_t = outs[num_carry + n_ct:num_carry + n_ct + n_y], outs[num_carry + n_ct + n_y:]
+    it_c, it_y = iter(carry_t_out), iter(ys_t)
+    return (carry_out + ys, [next(it_c) if nz else None for nz in carry_nz]
+            + [next(it_y) if nz else None for nz in ys_nz])
+
+
+def _scan_batch(axis_size, args, dims, *, body, num_consts, num_carry, length, reverse):
+    consts_d, carry_d, xs_d = _split3(list(dims), num_consts, num_carry)
+    consts_b = [d is not None for d in consts_d]
+    xs_b = [d is not None for d in xs_d]
+    carry_b = [d is not None for d in carry_d]
+    n_y = len(body.outputs) - num_carry
+    while True:
+        _, out_b = batch_ir(body, axis_size, consts_b + carry_b + xs_b,
+                            instantiate=carry_b + [False] * n_y)
+        new = [a or b for a, b in zip(carry_b, out_b[:num_carry])]
+        if new == carry_b:
+            break
+        carry_b = new
+    new_body, out_b = batch_ir(body, axis_size, consts_b + carry_b + xs_b,
+                               instantiate=carry_b + [False] * n_y)
+    consts, carry, xs = _split3(list(args), num_consts, num_carry)
+    consts = [_to_front(c, d, axis_size) if d is not None else c for c, d in zip(consts, consts_d)]
+    carry = [_to_front(c, d, axis_size) if b else c for c, d, b in zip(carry, carry_d, carry_b)]
+    xs = [(x if d == 1 else moveaxis(x, d, 1)) if d is not None else x for x, d in zip(xs, xs_d)]
+    outs = scan_p.bind(*consts, *carry, *xs, body=new_body, num_consts=num_consts,
+                       num_carry=num_carry, length=length, reverse=reverse)
+    out_dims = [0 if b else None for b in carry_b] + [1 if b else None for b in out_b[num_carry:]]
+    return outs, out_dims
+
+
+def _scan_partial_eval(trace, args, params):
+    body = params["body"]
+    num_consts, num_carry = params["num_consts"], params["num_carry"]
+    length, reverse = params["length"], params["reverse"]
+    out_avals = _scan_abstract_eval(*[aval_of(a) for a in args], **params)
+    consts_uk, carry_uk, xs_uk = _split3([trace.is_own(a) for a in args], num_consts, num_carry)
+    n_y = len(body.outputs) - num_carry
+    while True:
+        out_uk = partial_eval_ir(body, consts_uk + carry_uk + xs_uk,
+                                 instantiate=carry_uk + [False] * n_y)[2]
+        new = [a or b for a, b in zip(carry_uk, out_uk[:num_carry])]
+        if new == carry_uk:
+            break
+        carry_uk = new
+    (known_ir, known_consts), unknown_ir, out_uk, sources = partial_eval_ir(
+        body, consts_uk + carry_uk + xs_uk, instantiate=carry_uk + [False] * n_y)
+    ys_uk = out_uk[num_carry:]
+    consts, carry, xs = _split3(list(args), num_consts, num_carry)
+    known_c = [c for c, u in zip(consts, consts_uk) if not u]
+    known_carry = [c for c, u in zip(carry, carry_uk) if not u]
+    known_xs = [x for x, u in zip(xs, xs_uk) if not u]
+    n_kc = len(known_c)
+    # a residual that is just a known loop-invariant input is passed as a constant
+    forwarded = [s is not None and s < n_kc for s in sources]
+    n_known_carry, n_known_y = carry_uk.count(False), ys_uk.count(False)
+    keep = [True] * (n_known_carry + n_known_y) + [not f for f in forwarded]
+    known_body = _select_outputs(known_ir, keep)
+    with _interp.using(trace.parent):
+        known_outs = scan_p.bind(*known_consts, *known_c, *known_carry, *known_xs,
+                                 body=known_body, num_consts=len(known_consts) + n_kc,
+                                 num_carry=n_known_carry, length=length, reverse=reverse)
+    known_carry_out = known_outs[:n_known_carry]
+    known_ys = known_outs[n_known_carry:n_known_carry + n_known_y]
+    stacked_res = known_outs[n_known_carry + n_known_y:]
+    fwd_res = [known_c[s] for s, f in zip(sources, forwarded) if f]
+    # unknown body inputs: residuals (in order), unknown consts, unknown carry, unknown xs;
+    # as a scan: consts = forwarded residuals + unknown consts, carry, xs = stacked + xs
+    n_res = len(sources)
+    res_fwd_idx = [i for i, f in enumerate(forwarded) if f]
+    res_stack_idx = [i for i, f in enumerate(forwarded) if not f]
+    n_uc, n_ucarry = consts_uk.count(True), carry_uk.count(True)
+    order = (res_fwd_idx + list(range(n_res, n_res + n_uc))
+             + list(range(n_res + n_uc, n_res + n_uc + n_ucarry))
+             + res_stack_idx + list(range(n_res + n_uc + n_ucarry, len(unknown_ir.in_vars))))
+    unknown_body = _permute_inputs(unknown_ir, order)
+    unknown_c = [c for c, u in zip(consts, consts_uk) if u]
+    unknown_carry = [c for c, u in zip(carry, carry_uk) if u]
+    unknown_xs = [x for x, u in zip(xs, xs_uk) if u]
+    unknown_avals = ([a for a, u in zip(out_avals[:num_carry], carry_uk) if u]
+                     + [a for a, u in zip(out_avals[num_carry:], ys_uk) if u])
+    unknown_outs = trace.stage(
+        scan_p, [*fwd_res, *unknown_c, *unknown_carry, *stacked_res, *unknown_xs],
+        dict(body=unknown_body, num_consts=len(fwd_res) + n_uc, num_carry=n_ucarry,
+             length=length, reverse=reverse), unknown_avals)
+    uk_carry_out, uk_ys = unknown_outs[:n_ucarry], unknown_outs[n_ucarry:]
+    kc, uc, ky, uy = iter(known_carry_out), iter(uk_carry_out), iter(known_ys), iter(uk_ys)
+    return ([next(uc) if u else next(kc) for u in carry_uk]
+            + [next(uy) if u else next(ky) for u in ys_uk])
+
+
+def _aval(x):
+    return x.aval if isinstance(x, UndefinedPrimal) else aval_of(x)
+
+
+def _scan_transpose(cts, *args, body, num_consts, num_carry, length, reverse):
+    consts, carry, xs = _split3(list(args), num_consts, num_carry)
+    # A carry given as a known value in a linear program is a tangent that starts as an
+    # instantiated zero (partial evaluation made it unknown only through the body), so it
+    # is transposed as linear and gets no cotangent of its own.
+    known_init = [not isinstance(c, UndefinedPrimal) for c in carry]
+    lin_consts = [isinstance(c, UndefinedPrimal) for c in consts]
+    lin_xs = [isinstance(x, UndefinedPrimal) for x in xs]
+    out_avals = _scan_abstract_eval(*[_aval(a) for a in args], body=body, num_consts=num_consts,
+                                    num_carry=num_carry, length=length, reverse=reverse)
+    cts = _instantiate(cts, out_avals)
+    ct_carry, ct_ys = cts[:num_carry], cts[num_carry:]
+    body_t = transpose_ir(body, lin_consts + [True] * num_carry + lin_xs)
+    res_consts = [c for c, lin in zip(consts, lin_consts) if not lin]
+    res_xs = [x for x, lin in zip(xs, lin_xs) if not lin]
+    lin_const_avals = [c.aval for c in consts if isinstance(c, UndefinedPrimal)]
+    n_rc, n_lc, n_rx = len(res_consts), len(lin_const_avals), len(res_xs)
+    carry_avals = body.in_avals[num_consts:num_consts + num_carry]
+    y_avals = [_strong(a) for a in body.out_avals[num_carry:]]
+    x_res_avals = [ShapedArray(x.shape[1:], x.dtype) for x in res_xs]
+
+    def transposed_body(*a):
+        rc = list(a[:n_rc])
+        acc = list(a[n_rc:n_rc + n_lc])
+        ct_c = list(a[n_rc + n_lc:n_rc + n_lc + num_carry])
+        rx = list(a[n_rc + n_lc + num_carry:n_rc + n_lc + num_carry + n_rx])
+        ct_y = list(a[n_rc + n_lc + num_carry + n_rx:])
+        outs = eval_ir(body_t, *rc, *rx, *ct_c, *ct_y)
+        ct_lc, ct_prev, ct_lx = _split3(outs, n_lc, num_carry)
+        return [s + c for s, c in zip(acc, ct_lc)] + ct_prev + ct_lx
+
+    t_ir = trace_to_ir(transposed_body,
+                       [aval_of(c) for c in res_consts] + lin_const_avals
+                       + [_strong(a) for a in carry_avals] + x_res_avals + y_avals,
+                       name="scan_transpose")
+    t_closed, t_consts = hoist_consts(t_ir)
+    zeros = [zeros_for(a) for a in lin_const_avals]
+    outs = scan_p.bind(*t_consts, *res_consts, *zeros, *ct_carry, *res_xs, *ct_ys,
+                       body=t_closed, num_consts=len(t_consts) + n_rc, num_carry=n_lc + num_carry,
+                       length=length, reverse=not reverse)
+    ct_lc, ct_init, ct_lx = _split3(outs, n_lc, num_carry)
+    it_c, it_x = iter(ct_lc), iter(ct_lx)
+    return ([next(it_c) if lin else None for lin in lin_consts]
+            + [None if known else ct for ct, known in zip(ct_init, known_init)]
+            + [next(it_x) if lin else None for lin in lin_xs])
+
+
+scan_p.impl = _scan_impl
+scan_p.abstract_eval = _scan_abstract_eval
+scan_p.jvp = _scan_jvp
+scan_p.batch = _scan_batch
+scan_p.partial_eval = _scan_partial_eval
+scan_p.transpose = _scan_transpose
+scan_p.linear = True
+
+
+# =========================================================================================
+# while_loop and fori_loop
+# =========================================================================================
+
+while_p = Primitive("while_loop", multiple_results=True)
+
+
+def while_loop(cond_fun, body_fun, init_val):
+    """``while cond_fun(val): val = body_fun(val)``; returns the final ``val``.
+
+    Forward-mode differentiable and batchable; reverse mode needs a static trip count
+    (use ``fori_loop`` with Python-int bounds, or ``scan``).
+
+    >>> fg.while_loop(lambda x: x < 10, lambda x: x * 2, fg.tensor(1))
+    tensor(16, dtype=int32)
+    """
+    flat, tree = tree_flatten(init_val)
+    flat = [as_tensor(x) for x in flat]
+    if _eager() and all(type(x) is Tensor for x in flat):
+        val = init_val
+        while True:
+            pred = as_tensor(cond_fun(val))
+            if pred.shape != () or pred.dtype != dtypes.bool_:
+                raise TypeError(f"while_loop: cond_fun must return a scalar bool, got "
+                                f"{pred.dtype.name}{list(pred.shape)}")
+            if not bool(pred):
+                return val
+            val = body_fun(val)
+    avals = [_strong(x.aval) for x in flat]
+    args_tree = tree_flatten((init_val,))[1]
+    cond_ir, cond_consts, _ = _trace_fun(cond_fun, args_tree, avals, "while_cond")
+    (pred_aval,) = cond_ir.out_avals if len(cond_ir.out_avals) == 1 else (None,)
+    if pred_aval is None or pred_aval.shape != () or pred_aval.dtype != dtypes.bool_:
+        raise TypeError(f"while_loop: cond_fun must return a scalar bool, got "
+                        f"{_typestr(cond_ir.out_avals)}")
+    body_ir, body_consts, body_tree = _trace_fun(body_fun, args_tree, avals, "while_body")
+    if body_tree != tree:
+        raise TypeError(f"while_loop: body_fun returns structure {body_tree}, but the loop "
+                        f"value has structure {tree}")
+    got = [_strong(a) for a in body_ir.out_avals]
+    if [(a.shape, a.dtype) for a in got] != [(a.shape, a.dtype) for a in avals]:
+        raise TypeError(f"while_loop: body_fun returns {_typestr(got)} but the loop value has "
+                        f"types {_typestr(avals)}")
+    init = [ew.convert_element_type(x, a.dtype) if x.weak_type else x for x, a in zip(flat, avals)]
+    outs = while_p.bind(*cond_consts, *body_consts, *init, cond_ir=cond_ir, body_ir=body_ir,
+                        cond_nconsts=len(cond_consts), body_nconsts=len(body_consts))
+    return tree_unflatten(tree, outs)
+
+
+def _while_impl(*args, cond_ir, body_ir, cond_nconsts, body_nconsts):
+    vals = [wrap(a) for a in args]
+    cc, bc, carry = _split3(vals, cond_nconsts, body_nconsts)
+    while bool(eval_ir(cond_ir, *cc, *carry)[0]):
+        carry = eval_ir(body_ir, *bc, *carry)
+    return [np.asarray(c._buf) for c in carry]
+
+
+def _while_abstract_eval(*args, cond_ir, body_ir, cond_nconsts, body_nconsts):
+    return [_strong(a) for a in body_ir.out_avals]
+
+
+def _while_jvp(primals, tangents, *, cond_ir, body_ir, cond_nconsts, body_nconsts):
+    cc, bc, carry = _split3(list(primals), cond_nconsts, body_nconsts)
+    _, bc_t, carry_t = _split3(list(tangents), cond_nconsts, body_nconsts)
+    bc_nz = [t is not None for t in bc_t]
+    carry_avals = body_ir.out_avals
+    carry_nz = [t is not None and dtypes.is_inexact(a.dtype) for t, a in zip(carry_t, carry_avals)]
+    while True:
+        _, out_nz = jvp_ir(body_ir, bc_nz + carry_nz, instantiate=carry_nz)
+        new = [a or b for a, b in zip(carry_nz, out_nz)]
+        if new == carry_nz:
+            break
+        carry_nz = new
+    body_jvp, _ = jvp_ir(body_ir, bc_nz + carry_nz, instantiate=carry_nz)
+    nb, nc = len(bc), len(carry)
+    n_bt, n_ct = sum(bc_nz), sum(carry_nz)
+    # reorder inputs to (body consts + their tangents, carry + its tangents)
+    order = (list(range(nb)) + list(range(nb + nc, nb + nc + n_bt)) + list(range(nb, nb + nc))
+             + list(range(nb + nc + n_bt, nb + nc + n_bt + n_ct)))
+    new_body = _permute_inputs(body_jvp, order)
+    tangent_avals = [_strong(a) for a, nz in zip(carry_avals, carry_nz) if nz]
+    new_cond = _with_extra_inputs(cond_ir, [], tangent_avals)
+    carry_t = [zeros_for(_strong(aval_of(c))) if t is None else t
+               for c, t, nz in zip(carry, carry_t, carry_nz) if nz]
+    outs = while_p.bind(*cc, *bc, *[t for t in bc_t if t is not None], *carry, *carry_t,
+                        cond_ir=new_cond, body_ir=new_body, cond_nconsts=cond_nconsts,
+                        body_nconsts=nb + n_bt)
+    it = iter(outs[nc:])
+    return outs[:nc], [next(it) if nz else None for nz in carry_nz]
+
+
+def _while_batch(axis_size, args, dims, *, cond_ir, body_ir, cond_nconsts, body_nconsts):
+    cc_d, bc_d, carry_d = _split3(list(dims), cond_nconsts, body_nconsts)
+    cc, bc, carry = _split3(list(args), cond_nconsts, body_nconsts)
+    cc_b, bc_b = [d is not None for d in cc_d], [d is not None for d in bc_d]
+    carry_b = [d is not None for d in carry_d]
+    while True:
+        _, out_b = batch_ir(body_ir, axis_size, bc_b + carry_b, instantiate=carry_b)
+        _, (pred_b,) = batch_ir(cond_ir, axis_size, cc_b + carry_b, instantiate=False)
+        new = [a or b for a, b in zip(carry_b, out_b)]
+        if pred_b:
+            new = [True] * len(new)
+        if new == carry_b:
+            break
+        carry_b = new
+    new_body, _ = batch_ir(body_ir, axis_size, bc_b + carry_b, instantiate=carry_b)
+    new_cond, (pred_b,) = batch_ir(cond_ir, axis_size, cc_b + carry_b, instantiate=False)
+    cc = [_to_front(c, d, axis_size) if d is not None else c for c, d in zip(cc, cc_d)]
+    bc = [_to_front(c, d, axis_size) if d is not None else c for c, d in zip(bc, bc_d)]
+    carry = [_to_front(c, d, axis_size) if b else c for c, d, b in zip(carry, carry_d, carry_b)]
+    if not pred_b:
+        outs = while_p.bind(*cc, *bc, *carry, cond_ir=new_cond, body_ir=new_body,
+                            cond_nconsts=len(cc), body_nconsts=len(bc))
+        return outs, [0 if b else None for b in carry_b]
+    # lanes finish at different times: loop while any lane runs, freeze finished lanes
+    n_cc, n_bc = len(cc), len(bc)
+    carry_avals = [aval_of(c) for c in carry]
+
+    def any_lane(*a):
+        return [reduce_or(eval_ir(new_cond, *a)[0], (0,))]
+
+    def step(*a):
+        c_consts, b_consts, vals = list(a[:n_cc]), list(a[n_cc:n_cc + n_bc]), list(a[n_cc + n_bc:])
+        running = eval_ir(new_cond, *c_consts, *vals)[0]
+        new_vals = eval_ir(new_body, *b_consts, *vals)
+        return [ew.select_n(broadcast_in_dim(running, v.shape, (0,)), v, nv)
+                for v, nv in zip(vals, new_vals)]
+
+    cond2, cond2_consts = hoist_consts(trace_to_ir(any_lane, [aval_of(c) for c in cc]
+                                                   + carry_avals, name="while_cond"))
+    body2, body2_consts = hoist_consts(trace_to_ir(step, [aval_of(c) for c in cc]
+                                                   + [aval_of(c) for c in bc] + carry_avals,
+                                                   name="while_body"))
+    outs = while_p.bind(*cond2_consts, *cc, *body2_consts, *cc, *bc, *carry, cond_ir=cond2,
+                        body_ir=body2, cond_nconsts=len(cond2_consts) + n_cc,
+                        body_nconsts=len(body2_consts) + n_cc + n_bc)
+    return outs, [0] * len(outs)
+
+
+def _while_partial_eval(trace, args, params):
+    cond_n, body_n = params["cond_nconsts"], params["body_nconsts"]
+    _, bc, carry = _split3(list(args), cond_n, body_n)
+    bc_uk = [trace.is_own(c) for c in bc]
+    carry_uk = [trace.is_own(c) for c in carry]
+    body_ir = params["body_ir"]
+    while True:
+        out_uk = partial_eval_ir(body_ir, bc_uk + carry_uk, instantiate=carry_uk)[2]
+        new = [a or b for a, b in zip(carry_uk, out_uk)]
+        if new == carry_uk:
+            break
+        carry_uk = new
+    if any(carry_uk) or any(trace.is_own(c) for c in args[:cond_n]):
+        raise TypeError(
+            "Reverse-mode differentiation does not work for fg.while_loop: its trip count is "
+            "not known in advance. Use fg.fori_loop with Python-int bounds or fg.scan (which "
+            "support grad), or forward mode (jvp/jacfwd).")
+    with _interp.using(trace.parent):
+        return while_p.bind(*args, **params)
+
+
+while_p.impl = _while_impl
+while_p.abstract_eval = _while_abstract_eval
+while_p.jvp = _while_jvp
+while_p.batch = _while_batch
+while_p.partial_eval = _while_partial_eval
+
+
+def fori_loop(lower, upper, body_fun, init_val):
+    """``for i in range(lower, upper): val = body_fun(i, val)``; returns ``val``.
+
+    With Python-int bounds it is a ``scan`` (reverse-mode differentiable); with traced
+    bounds a ``while_loop``.
+
+    >>> fg.fori_loop(0, 5, lambda i, total: total + i, fg.tensor(0))
+    tensor(10, dtype=int32)
+    """
+    static = all(isinstance(b, (int, np.integer)) or (type(b) is Tensor and b.ndim == 0)
+                 for b in (lower, upper))
+    if static:
+        lo, hi = int(lower), int(upper)
+        if _eager() and all(type(x) is Tensor for x in map(as_tensor, tree_flatten(init_val)[0])):
+            val = init_val
+            for i in range(lo, hi):
+                val = body_fun(wrap(np.int32(i)), val)
+            return val
+
+        def step(carry, _):
+            i, val = carry
+            return (i + 1, body_fun(i, val)), None
+
+        (_, val), _ = scan(step, (wrap(np.int32(lo)), init_val), None, length=max(hi - lo, 0))
+        return val
+    lower_t = ew.convert_element_type(as_tensor(lower), dtypes.int32)
+    upper_t = ew.convert_element_type(as_tensor(upper), dtypes.int32)
+
+    def cond_fun(carry):
+        return carry[0] < carry[1]
+
+    def body(carry):
+        i, hi, val = carry
+        return i + 1, hi, body_fun(i, val)
+
+    return while_loop(cond_fun, body, (lower_t, upper_t, init_val))[2]
