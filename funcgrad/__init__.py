@@ -101,3 +101,13 @@ from funcgrad.transforms.control_flow import (  # noqa: E402
 )
 
 __all__ += ["cond", "fori_loop", "scan", "switch", "while_loop"]
+from funcgrad import debug  # noqa: E402
+from funcgrad.transforms.custom import (  # noqa: E402
+    checkpoint,
+    custom_jvp,
+    custom_vjp,
+    remat,
+    stop_gradient,
+)
+
+__all__ += ["checkpoint", "custom_jvp", "custom_vjp", "debug", "remat", "stop_gradient"]

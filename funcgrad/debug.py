@@ -1,0 +1,65 @@
+"""Debugging aids that work inside every transformation: ``fg.debug.print``."""
+
+from __future__ import annotations
+
+import builtins
+
+import numpy as np
+
+from funcgrad.core import interpreter as _interp
+from funcgrad.core.primitive import Primitive
+from funcgrad.core.tensor import Tensor, wrap
+
+debug_print_p = Primitive("debug_print", multiple_results=True, differentiable=False)
+
+
+def print(fmt: str, *args, **kwargs) -> None:  # noqa: A001  (JAX's name)
+    """Print runtime values with ``str.format``, also inside jit, vmap and grad.
+
+    Under vmap each batch element prints on its own line.
+
+    >>> fg.debug.print("x = {x}", x=fg.tensor([1.0, 2.0]))
+    x = [1. 2.]
+    """
+    from funcgrad.transforms.ad import as_tensor, tree_flatten
+
+    leaves, tree = tree_flatten((args, kwargs))
+    leaves = [as_tensor(x) for x in leaves]
+    if _interp.current() is _interp.EAGER and all(type(x) is Tensor for x in leaves):
+        _emit(fmt, tree, [np.asarray(x._buf) for x in leaves])
+        return
+    debug_print_p.bind(*leaves, fmt=fmt, tree=tree, batched=(False,) * len(leaves))
+
+
+def _emit(fmt, tree, values):
+    from funcgrad.transforms.ad import tree_unflatten
+
+    args, kwargs = tree_unflatten(tree, [wrap(np.asarray(v)) for v in values])
+    builtins.print(fmt.format(*args, **kwargs), flush=True)
+
+
+def _debug_print_impl(*values, fmt, tree, batched):
+    if any(batched):
+        size = next(v.shape[0] for v, b in zip(values, batched) if b)
+        for i in range(size):
+            _emit(fmt, tree, [v[i] if b else v for v, b in zip(values, batched)])
+    else:
+        _emit(fmt, tree, values)
+    return []
+
+
+def _debug_print_batch(axis_size, args, dims, *, fmt, tree, batched):
+    from funcgrad.core.prims.structural import moveaxis
+
+    if any(batched):
+        raise NotImplementedError("debug.print under nested vmap prints the outer batch only")
+    moved = [a if d is None else (a if d == 0 else moveaxis(a, d, 0)) for a, d in zip(args, dims)]
+    debug_print_p.bind(*moved, fmt=fmt, tree=tree, batched=tuple(d is not None for d in dims))
+    return [], []
+
+
+debug_print_p.impl = _debug_print_impl
+debug_print_p.abstract_eval = lambda *args, **params: []
+debug_print_p.jvp = lambda primals, tangents, **params: (debug_print_p.bind(*primals, **params),
+                                                         [])
+debug_print_p.batch = _debug_print_batch

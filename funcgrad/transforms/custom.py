@@ -1,0 +1,450 @@
+"""Custom differentiation: stop_gradient, custom_jvp, custom_vjp and checkpoint (remat).
+
+Each is a primitive whose rules call the user's functions: ``custom_jvp_call`` runs the
+user's JVP rule; ``custom_vjp_call`` runs the forward function and emits a linear
+``custom_lin`` whose transpose is the user's backward function; ``checkpoint`` makes
+reverse mode recompute the function's intermediates instead of storing them.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+
+import numpy as np
+
+from funcgrad.core import dtypes
+from funcgrad.core import interpreter as _interp
+from funcgrad.core.abstract import ShapedArray, aval_of
+from funcgrad.core.ir import eval_ir
+from funcgrad.core.primitive import Primitive, UndefinedPrimal
+from funcgrad.core.prims.structural import broadcast_in_dim, moveaxis
+from funcgrad.core.tensor import Tensor, wrap
+from funcgrad.transforms.ad import as_tensor, tree_flatten, tree_unflatten, zeros_for
+from funcgrad.transforms.ir_transforms import batch_ir, jvp_ir, partial_eval_ir, transpose_ir
+from funcgrad.transforms.tracing import hoist_consts, trace_to_ir
+
+
+def _eager_values(leaves) -> bool:
+    return _interp.current() is _interp.EAGER and all(
+        not isinstance(x, Tensor) or type(x) is Tensor for x in leaves)
+
+
+def _impl_via_ir(*args, call, **_):
+    outs = eval_ir(call, *[wrap(a) for a in args])
+    return [np.asarray(o._buf) for o in outs]
+
+
+def _to_front(x, dim, axis_size):
+    if dim is None:
+        return broadcast_in_dim(x, (axis_size, *x.shape), tuple(range(1, x.ndim + 1)))
+    return x if dim == 0 else moveaxis(x, dim, 0)
+
+
+def _batched_aval(aval, axis_size):
+    return ShapedArray((axis_size, *aval.shape), aval.dtype, aval.weak_type)
+
+
+# --- stop_gradient ---------------------------------------------------------------------------
+
+stop_gradient_p = Primitive("stop_gradient")
+stop_gradient_p.impl = lambda x: x
+stop_gradient_p.abstract_eval = lambda x: x
+stop_gradient_p.jvp = lambda primals, tangents: (stop_gradient_p.bind(primals[0]), None)
+stop_gradient_p.batch = lambda axis_size, args, dims: (stop_gradient_p.bind(args[0]), dims[0])
+
+
+def stop_gradient(x):
+    """The value of ``x`` (a pytree), treated as a constant by differentiation.
+
+    >>> fg.grad(lambda x: x * fg.stop_gradient(x))(fg.tensor(3.0))
+    tensor(3., dtype=float32)
+    """
+
+    def one(leaf):
+        leaf = as_tensor(leaf)
+        if not dtypes.is_inexact(leaf.dtype) or _eager_values([leaf]):
+            return leaf
+        return stop_gradient_p.bind(leaf)
+
+    flat, tree = tree_flatten(x)
+    return tree_unflatten(tree, [one(leaf) for leaf in flat])
+
+
+# --- shared plumbing for the user-function primitives -----------------------------------------
+
+
+def _positional(fun, args, kwargs):
+    if not kwargs:
+        return args
+    bound = inspect.signature(fun).bind(*args, **kwargs)
+    bound.apply_defaults()
+    return bound.args
+
+
+def _split_nondiff(args, nondiff_argnums):
+    nondiff = {i: args[i] for i in nondiff_argnums}
+    diff = tuple(a for i, a in enumerate(args) if i not in nondiff)
+    return nondiff, diff
+
+
+def _merge_nondiff(nondiff, diff):
+    diff_it = iter(diff)
+    return tuple(nondiff[i] if i in nondiff else next(diff_it)
+                 for i in range(len(nondiff) + len(diff)))
+
+
+def _trace_closed(fun, diff_args):
+    """Trace ``fun(*diff_args)``: (IR with consts hoisted, consts, flat args, out tree)."""
+    flat, in_tree = tree_flatten(diff_args)
+    flat = [as_tensor(x) for x in flat]
+    store = {}
+
+    def flat_fun(*leaves):
+        out = fun(*tree_unflatten(in_tree, list(leaves)))
+        out_flat, store["tree"] = tree_flatten(out)
+        return [as_tensor(x) for x in out_flat]
+
+    ir = trace_to_ir(flat_fun, [x.aval for x in flat], name="custom")
+    closed, consts = hoist_consts(ir)
+    return closed, consts, flat, in_tree, store["tree"]
+
+
+# --- custom_jvp ------------------------------------------------------------------------------
+
+custom_jvp_call_p = Primitive("custom_jvp_call", multiple_results=True)
+
+
+class custom_jvp:  # noqa: N801  (JAX's name)
+    """A function with a user-defined JVP rule (as ``jax.custom_jvp``).
+
+    >>> @fg.custom_jvp
+    ... def log1pexp(x):
+    ...     return fnp.log1p(fnp.exp(x))
+    >>> @log1pexp.defjvp
+    ... def log1pexp_jvp(primals, tangents):
+    ...     (x,), (t,) = primals, tangents
+    ...     return log1pexp(x), t / (1 + fnp.exp(-x))
+    """
+
+    def __init__(self, fun, nondiff_argnums=()):
+        functools.update_wrapper(self, fun)
+        self.fun = fun
+        self.nondiff_argnums = tuple(nondiff_argnums)
+        self.jvp = None
+
+    def defjvp(self, jvp, symbolic_zeros: bool = False):
+        """Set the rule ``jvp(primals, tangents) -> (primal_out, tangent_out)``."""
+        self.jvp = jvp
+        return jvp
+
+    def defjvps(self, *partials):
+        """Set the JVP from one rule per argument: ``rule(t, primal_out, *primals)``."""
+
+        def jvp(primals, tangents):
+            out = self.fun(*primals)
+            total = None
+            for rule, t in zip(partials, tangents):
+                if rule is None:
+                    continue
+                term = rule(t, out, *primals)
+                total = term if total is None else total + term
+            return out, total if total is not None else zeros_for(aval_of(as_tensor(out)))
+
+        self.jvp = jvp
+
+    def __call__(self, *args, **kwargs):
+        if self.jvp is None:
+            raise AttributeError(f"no JVP rule defined for custom_jvp function "
+                                 f"{getattr(self.fun, '__name__', self.fun)}; use .defjvp")
+        args = _positional(self.fun, args, kwargs)
+        nondiff, diff = _split_nondiff(args, self.nondiff_argnums)
+        if _eager_values(tree_flatten(diff)[0]):
+            return self.fun(*args)
+        fun = lambda *d: self.fun(*_merge_nondiff(nondiff, d))
+        ir, consts, flat, in_tree, out_tree = _trace_closed(fun, diff)
+        user_jvp, nondiff_values = self.jvp, [nondiff[i] for i in sorted(nondiff)]
+
+        def jvp_flat(primals, tangents):
+            p = tree_unflatten(in_tree, list(primals))
+            t = tree_unflatten(in_tree, list(tangents))
+            out, out_t = user_jvp(*nondiff_values, p, t) if nondiff_values else user_jvp(p, t)
+            out_flat, tree = tree_flatten(out)
+            t_flat, t_tree = tree_flatten(out_t)
+            if tree != out_tree or t_tree != out_tree:
+                raise TypeError(f"custom_jvp rule must return (primal_out, tangent_out) with the "
+                                f"function's output structure {out_tree}; got {tree} and "
+                                f"{t_tree}")
+            return [as_tensor(o) for o in out_flat], [as_tensor(o) for o in t_flat]
+
+        outs = custom_jvp_call_p.bind(*consts, *flat, call=ir, jvp=jvp_flat,
+                                      num_consts=len(consts))
+        return tree_unflatten(out_tree, outs)
+
+
+def _custom_jvp_call_jvp(primals, tangents, *, call, jvp, num_consts):
+    args = list(primals[num_consts:])
+    arg_tangents = [zeros_for(aval_of(a).strip_weak()) if t is None else t
+                    for a, t in zip(args, tangents[num_consts:])]
+    outs, out_tangents = jvp(args, arg_tangents)
+    return outs, [t if dtypes.is_inexact(aval_of(o).dtype) else None
+                  for o, t in zip(outs, out_tangents)]
+
+
+def _custom_jvp_call_batch(axis_size, args, dims, *, call, jvp, num_consts):
+    from funcgrad.transforms.batching import vmap
+
+    moved = [_to_front(a, d, axis_size) if d is not None else a for a, d in zip(args, dims)]
+    batched = [d is not None for d in dims]
+    new_call, _ = batch_ir(call, axis_size, batched, instantiate=True)
+    arg_axes = [0 if b else None for b in batched[num_consts:]]
+
+    def batched_jvp(primals, tangents):
+        def one(p, t):
+            outs, out_t = jvp(list(p), list(t))
+            return list(outs), list(out_t)
+
+        return vmap(one, in_axes=(arg_axes, arg_axes))(list(primals), list(tangents))
+
+    outs = custom_jvp_call_p.bind(*moved, call=new_call, jvp=batched_jvp, num_consts=num_consts)
+    return outs, [0] * len(outs)
+
+
+custom_jvp_call_p.impl = _impl_via_ir
+custom_jvp_call_p.abstract_eval = lambda *args, call, **_: [a.strip_weak() for a in call.out_avals]
+custom_jvp_call_p.jvp = _custom_jvp_call_jvp
+custom_jvp_call_p.batch = _custom_jvp_call_batch
+
+
+# --- custom_vjp ------------------------------------------------------------------------------
+
+custom_vjp_call_p = Primitive("custom_vjp_call", multiple_results=True)
+custom_lin_p = Primitive("custom_lin", multiple_results=True, linear=True)
+
+
+class custom_vjp:  # noqa: N801  (JAX's name)
+    """A function with a user-defined VJP (as ``jax.custom_vjp``): ``fwd(*args) ->
+    (out, residuals)`` and ``bwd(residuals, cotangent) -> tuple of input cotangents``.
+
+    >>> @fg.custom_vjp
+    ... def clip_gradient(x):
+    ...     return x
+    >>> clip_gradient.defvjp(lambda x: (x, None), lambda _, g: (fnp.clip(g, -1, 1),))
+    """
+
+    def __init__(self, fun, nondiff_argnums=()):
+        functools.update_wrapper(self, fun)
+        self.fun = fun
+        self.nondiff_argnums = tuple(nondiff_argnums)
+        self.fwd = self.bwd = None
+
+    def defvjp(self, fwd, bwd):
+        """Set the forward (``fwd(*args) -> (out, res)``) and backward
+        (``bwd(res, ct) -> tuple``) functions."""
+        self.fwd, self.bwd = fwd, bwd
+
+    def __call__(self, *args, **kwargs):
+        if self.fwd is None:
+            raise AttributeError(f"no VJP defined for custom_vjp function "
+                                 f"{getattr(self.fun, '__name__', self.fun)}; use .defvjp")
+        args = _positional(self.fun, args, kwargs)
+        nondiff, diff = _split_nondiff(args, self.nondiff_argnums)
+        if _eager_values(tree_flatten(diff)[0]):
+            return self.fun(*args)
+        fun = lambda *d: self.fun(*_merge_nondiff(nondiff, d))
+        ir, consts, flat, in_tree, out_tree = _trace_closed(fun, diff)
+        nondiff_values = [nondiff[i] for i in sorted(nondiff)]
+        user_fwd, user_bwd = self.fwd, self.bwd
+
+        def fwd_flat(primals):
+            out, res = user_fwd(*_merge_nondiff(nondiff, tree_unflatten(in_tree, list(primals))))
+            out_flat, tree = tree_flatten(out)
+            if tree != out_tree:
+                raise TypeError(f"custom_vjp fwd must return (out, residuals) with out of "
+                                f"structure {out_tree}, got {tree}")
+            res_flat, res_tree = tree_flatten(res)
+            return [as_tensor(o) for o in out_flat], [as_tensor(r) for r in res_flat], res_tree
+
+        def bwd_flat(res_tree, res, cts):
+            ct = tree_unflatten(out_tree, list(cts))
+            residuals = tree_unflatten(res_tree, list(res))
+            in_cts = (user_bwd(*nondiff_values, residuals, ct) if nondiff_values
+                      else user_bwd(residuals, ct))
+            if not isinstance(in_cts, tuple) or len(in_cts) != len(diff):
+                raise TypeError(f"custom_vjp bwd must return a tuple with one cotangent per "
+                                f"differentiable argument ({len(diff)}), got {in_cts!r:.80}")
+            flat_cts = []
+            for arg, ct_arg in zip(diff, in_cts):
+                arg_leaves, arg_tree = tree_flatten(arg)
+                if ct_arg is None:
+                    flat_cts += [None] * len(arg_leaves)
+                    continue
+                ct_leaves, ct_tree = tree_flatten(ct_arg)
+                if ct_tree != arg_tree:
+                    raise TypeError(f"custom_vjp bwd returned a cotangent of structure "
+                                    f"{ct_tree} for an argument of structure {arg_tree}")
+                flat_cts += [as_tensor(c) for c in ct_leaves]
+            return flat_cts
+
+        outs = custom_vjp_call_p.bind(*consts, *flat, call=ir, fwd=fwd_flat, bwd=bwd_flat,
+                                      num_consts=len(consts))
+        return tree_unflatten(out_tree, outs)
+
+
+def _custom_vjp_call_jvp(primals, tangents, *, call, fwd, bwd, num_consts):
+    args = list(primals[num_consts:])
+    outs, res, res_tree = fwd(args)
+    arg_tangents = [zeros_for(aval_of(a).strip_weak()) if t is None else t
+                    for a, t in zip(args, tangents[num_consts:])]
+    out_avals = tuple(aval_of(o).strip_weak() for o in outs)
+    lin = custom_lin_p.bind(*res, *arg_tangents, num_res=len(res), bwd=bwd, res_tree=res_tree,
+                            out_avals=out_avals)
+    return outs, [t if dtypes.is_inexact(a.dtype) else None for t, a in zip(lin, out_avals)]
+
+
+def _custom_vjp_call_batch(axis_size, args, dims, *, call, fwd, bwd, num_consts):
+    from funcgrad.transforms.batching import vmap
+
+    moved = [_to_front(a, d, axis_size) for a, d in zip(args, dims)]
+    new_call, _ = batch_ir(call, axis_size, [True] * len(args), instantiate=True)
+    store = {}
+
+    def batched_fwd(primals):
+        def one(p):
+            outs, res, store["tree"] = fwd(list(p))
+            return list(outs), list(res)
+
+        outs, res = vmap(one)(list(primals))
+        return outs, res, store["tree"]
+
+    def batched_bwd(res_tree, res, cts):
+        return vmap(lambda r, c: bwd(res_tree, list(r), list(c)))(list(res), list(cts))
+
+    outs = custom_vjp_call_p.bind(*moved, call=new_call, fwd=batched_fwd, bwd=batched_bwd,
+                                  num_consts=num_consts)
+    return outs, [0] * len(outs)
+
+
+custom_vjp_call_p.impl = _impl_via_ir
+custom_vjp_call_p.abstract_eval = lambda *args, call, **_: [a.strip_weak() for a in call.out_avals]
+custom_vjp_call_p.jvp = _custom_vjp_call_jvp
+custom_vjp_call_p.batch = _custom_vjp_call_batch
+
+
+def _custom_lin_impl(*args, **params):
+    raise TypeError("forward-mode differentiation (jvp, jacfwd, linearize's tangent map) of a "
+                    "custom_vjp function is not supported; use grad, vjp or jacrev")
+
+
+def _custom_lin_transpose(cts, *args, num_res, bwd, res_tree, out_avals):
+    res = list(args[:num_res])
+    cts = [zeros_for(a) if c is None else c for c, a in zip(cts, out_avals)]
+    in_cts = bwd(res_tree, res, cts)
+    return [None] * num_res + list(in_cts)
+
+
+def _custom_lin_batch(axis_size, args, dims, *, num_res, bwd, res_tree, out_avals):
+    from funcgrad.transforms.batching import vmap
+
+    moved = [_to_front(a, d, axis_size) for a, d in zip(args, dims)]
+
+    def batched_bwd(tree, res, cts):
+        return vmap(lambda r, c: bwd(tree, list(r), list(c)))(list(res), list(cts))
+
+    outs = custom_lin_p.bind(*moved, num_res=num_res, bwd=batched_bwd, res_tree=res_tree,
+                             out_avals=tuple(_batched_aval(a, axis_size) for a in out_avals))
+    return outs, [0] * len(outs)
+
+
+custom_lin_p.impl = _custom_lin_impl
+custom_lin_p.abstract_eval = lambda *args, out_avals, **_: list(out_avals)
+custom_lin_p.jvp = lambda primals, tangents, **p: (custom_lin_p.bind(*primals, **p),
+                                                   custom_lin_p.bind(*[
+                                                       zeros_for(aval_of(x)) if t is None else t
+                                                       for x, t in zip(primals, tangents)], **p))
+custom_lin_p.transpose = _custom_lin_transpose
+custom_lin_p.batch = _custom_lin_batch
+
+
+# --- checkpoint (rematerialization) -------------------------------------------------------------
+
+checkpoint_p = Primitive("checkpoint", multiple_results=True)
+
+
+def checkpoint(fun, prevent_cse: bool = True, policy=None):
+    """``fun`` whose intermediates reverse mode recomputes instead of storing (remat).
+
+    >>> f = fg.checkpoint(lambda x: fnp.sin(fnp.sin(x)))
+    >>> fg.grad(f)(fg.tensor(1.0))
+    tensor(0.3600832, dtype=float32)
+    """
+    if policy is not None:
+        raise NotImplementedError("checkpoint: save policies are not supported; everything "
+                                  "is recomputed")
+
+    @functools.wraps(fun)
+    def wrapped(*args, **kwargs):
+        flat_in = tree_flatten((args, kwargs))[0]
+        if _eager_values(flat_in):
+            return fun(*args, **kwargs)
+        ir, consts, flat, in_tree, out_tree = _trace_closed(lambda *a: fun(*a, **kwargs), args)
+        outs = checkpoint_p.bind(*consts, *flat, call=ir)
+        return tree_unflatten(out_tree, outs)
+
+    return wrapped
+
+
+remat = checkpoint
+
+
+def _checkpoint_jvp(primals, tangents, *, call):
+    nonzero = [t is not None for t in tangents]
+    new, out_nonzero = jvp_ir(call, nonzero, instantiate=False)
+    n_out = len(call.outputs)
+    outs = checkpoint_p.bind(*primals, *[t for t in tangents if t is not None], call=new)
+    it = iter(outs[n_out:])
+    return outs[:n_out], [next(it) if nz else None for nz in out_nonzero]
+
+
+def _checkpoint_batch(axis_size, args, dims, *, call):
+    moved = [_to_front(a, d, axis_size) if d is not None else a for a, d in zip(args, dims)]
+    new, out_batched = batch_ir(call, axis_size, [d is not None for d in dims],
+                                instantiate=False)
+    outs = checkpoint_p.bind(*moved, call=new)
+    return outs, [0 if b else None for b in out_batched]
+
+
+def _checkpoint_partial_eval(trace, args, params):
+    call = params["call"]
+    unknowns = [trace.is_own(a) for a in args]
+    (known_ir, known_consts), _, out_unknowns, sources = partial_eval_ir(call, unknowns)
+    n_known = out_unknowns.count(False)
+    known_args = [a for a, u in zip(args, unknowns) if not u]
+    with _interp.using(trace.parent):
+        known_outs = eval_ir(known_ir, *known_consts, *known_args)[:n_known]
+    # the recorded part recomputes from the inputs instead of saving intermediates
+    from funcgrad.transforms.control_flow import _select_outputs
+
+    recompute = _select_outputs(call, out_unknowns)
+    unknown_avals = [a.strip_weak() for a, u in zip(call.out_avals, out_unknowns) if u]
+    unknown_outs = trace.stage(checkpoint_p, list(args), dict(call=recompute), unknown_avals)
+    known_it, unknown_it = iter(known_outs), iter(unknown_outs)
+    return [next(unknown_it) if u else next(known_it) for u in out_unknowns]
+
+
+def _checkpoint_transpose(cts, *args, call):
+    linear = [isinstance(a, UndefinedPrimal) for a in args]
+    cts = [zeros_for(a.strip_weak()) if c is None else c for c, a in zip(cts, call.out_avals)]
+    t_ir = transpose_ir(call, linear)
+    res = [a for a in args if not isinstance(a, UndefinedPrimal)]
+    outs = iter(eval_ir(t_ir, *res, *cts))
+    return [next(outs) if lin else None for lin in linear]
+
+
+checkpoint_p.impl = _impl_via_ir
+checkpoint_p.abstract_eval = lambda *args, call: [a.strip_weak() for a in call.out_avals]
+checkpoint_p.jvp = _checkpoint_jvp
+checkpoint_p.batch = _checkpoint_batch
+checkpoint_p.partial_eval = _checkpoint_partial_eval
+checkpoint_p.transpose = _checkpoint_transpose
+checkpoint_p.linear = True
