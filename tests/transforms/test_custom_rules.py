@@ -1,0 +1,128 @@
+"""stop_gradient, custom_jvp, custom_vjp, checkpoint, debug.print and debug_nans."""
+
+import functools
+
+import numpy as np
+import pytest
+
+import funcgrad as fg
+import funcgrad.numpy as fnp
+from funcgrad.test_util import check_grads
+
+
+def f64(*values):
+    return fg.tensor(np.array(values, dtype=np.float64))
+
+
+@fg.custom_jvp
+def log1pexp(x):
+    return fnp.log1p(fnp.exp(x))
+
+
+@log1pexp.defjvp
+def _log1pexp_jvp(primals, tangents):
+    (x,), (t,) = primals, tangents
+    return log1pexp(x), t / (1 + fnp.exp(-x))
+
+
+@fg.custom_vjp
+def clip_gradient(x):
+    return x
+
+
+clip_gradient.defvjp(lambda x: (x, None), lambda _, g: (fnp.clip(g, -1.0, 1.0),))
+
+
+def test_stop_gradient_blocks_derivative():
+    assert float(fg.grad(lambda x: x * fg.stop_gradient(x))(3.0)) == 3.0
+    tree = fg.stop_gradient({"a": fg.tensor(1.0), "b": fg.tensor([1, 2])})
+    assert set(tree) == {"a", "b"}
+    assert float(fg.jacfwd(lambda x: fg.stop_gradient(x * 2))(2.0)) == 0.0
+
+
+def test_custom_jvp_rule_is_used_and_stable():
+    # the naive derivative overflows to nan at 1000; the rule gives 1
+    assert float(fg.grad(log1pexp)(fg.tensor(1000.0, dtype=fg.float64))) == pytest.approx(1.0)
+    check_grads(log1pexp, (f64(-1.0, 0.0, 2.0),), order=2)
+
+
+def test_custom_jvp_under_vmap_and_jit_like_tracing():
+    out = fg.vmap(fg.grad(log1pexp))(f64(0.0, 1000.0))
+    np.testing.assert_allclose(np.asarray(out), [0.5, 1.0])
+    out = fg.grad(lambda x: fg.vmap(log1pexp)(x).sum())(f64(0.0, 1000.0))
+    np.testing.assert_allclose(np.asarray(out), [0.5, 1.0])
+    assert "custom_jvp_call" in str(fg.make_ir(log1pexp)(f64(1.0)))
+
+
+def test_custom_jvp_nondiff_argnums():
+    @functools.partial(fg.custom_jvp, nondiff_argnums=(0,))
+    def scale(n, x):
+        return x * n
+
+    @scale.defjvp
+    def _scale_jvp(n, primals, tangents):
+        (x,), (t,) = primals, tangents
+        return scale(n, x), t * n * 10  # deliberately not the true derivative
+
+    assert float(fg.grad(lambda x: scale(3.0, x))(fg.tensor(1.0))) == pytest.approx(30.0)
+
+
+def test_custom_vjp_bwd_is_used():
+    g = fg.grad(lambda x: (clip_gradient(x) * 5).sum())(f64(1.0, 2.0))
+    np.testing.assert_allclose(np.asarray(g), [1.0, 1.0])
+    g = fg.vmap(fg.grad(lambda x: clip_gradient(x) * 5))(f64(1.0, 2.0))
+    np.testing.assert_allclose(np.asarray(g), [1.0, 1.0])
+    g = fg.grad(lambda x: fg.vmap(clip_gradient)(x * 5).sum())(f64(1.0, 2.0))
+    np.testing.assert_allclose(np.asarray(g), [5.0, 5.0])
+
+
+def test_custom_vjp_with_residuals_matches_true_gradient():
+    @fg.custom_vjp
+    def sin_twice(x):
+        return fnp.sin(fnp.sin(x))
+
+    def fwd(x):
+        return sin_twice(x), (x, fnp.sin(x))
+
+    def bwd(res, g):
+        x, sx = res
+        return (g * fnp.cos(sx) * fnp.cos(x),)
+
+    sin_twice.defvjp(fwd, bwd)
+    check_grads(sin_twice, (f64(0.3, 1.2),), order=1, modes=("rev",))
+
+
+def test_custom_vjp_forward_mode_is_a_clear_error():
+    with pytest.raises(TypeError, match="forward-mode"):
+        fg.jvp(clip_gradient, (f64(1.0),), (f64(1.0),))
+
+
+def test_checkpoint_matches_plain_gradients_and_recomputes():
+    plain = lambda x: fnp.sin(fnp.sin(x)).sum()
+    remat = fg.checkpoint(plain)
+    x = f64(0.5, 1.0)
+    np.testing.assert_allclose(np.asarray(fg.grad(remat)(x)), np.asarray(fg.grad(plain)(x)))
+    check_grads(remat, (x,), order=2)
+    ir = str(fg.make_ir(fg.grad(remat))(x))
+    # the backward pass recomputes sin(x) instead of saving it
+    assert ir.count("= sin a") >= 2
+
+
+def test_debug_print_everywhere(capsys):
+    fg.debug.print("x={x}", x=fg.tensor([1.0, 2.0]))
+    fg.vmap(lambda v: fg.debug.print("lane {}", v))(fg.tensor([1.0, 2.0]))
+    fg.grad(lambda v: (fg.debug.print("in grad {}", v), v * 2)[1])(fg.tensor(3.0))
+    out = capsys.readouterr().out.splitlines()
+    assert out == ["x=[1. 2.]", "lane 1.0", "lane 2.0", "in grad 3.0"]
+
+
+def test_debug_nans_names_the_primitive():
+    fg.config.update("debug_nans", True)
+    try:
+        with pytest.raises(FloatingPointError, match="'log'"):
+            fnp.log(fg.tensor(-1.0))
+        with pytest.raises(FloatingPointError, match="'sqrt'"):
+            fg.grad(lambda x: fnp.sqrt(x - 2.0))(fg.tensor(1.0))
+    finally:
+        fg.config.update("debug_nans", False)
+    assert np.isnan(float(fnp.log(fg.tensor(-1.0))))
