@@ -47,13 +47,14 @@ def _axpy(a, x, y):
     return optree.tree_map(one, x, y, namespace=_NS)
 
 
-def _inner(x, y) -> complex:
+def _inner(x, y) -> float:
+    """Re sum(x * y) over float leaves: transposes here are plain (unconjugated), so
+    <J^T u, v> = <u, J v> holds for this pairing also with complex values."""
     total = 0.0
     for a, b in zip(_leaves(x), _leaves(y)):
         a, b = np.asarray(a), np.asarray(b)
         if dtypes.is_inexact(a.dtype):
-            total += np.sum(np.conj(a).astype(np.complex128) * b) if a.dtype.kind == "c" \
-                else np.sum(a.astype(np.float64) * b.astype(np.float64))
+            total += float(np.real(np.sum(a.astype(np.complex128) * b.astype(np.complex128))))
     return total
 
 

@@ -1,1 +1,436 @@
-"""funcgrad.numpy.linalg: linear algebra (NumPy's numpy.linalg) over Tensors."""
+"""funcgrad.numpy.linalg: NumPy's linear algebra over the decomposition primitives.
+
+Every function is a composition of primitives (``lu``, ``triangular_solve``, ``cholesky``,
+``qr``, ``svd``, ``eigh`` and the array ops), so it differentiates, batches and compiles.
+Inputs are real; integers are promoted to float32 (as JAX).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numpy as np
+
+from funcgrad.core.prims import linalg as lax_linalg
+from funcgrad.core.tensor import Tensor
+from funcgrad.numpy import _creation, _elementwise, _reductions, _shape
+from funcgrad.numpy._linear import matmul
+from funcgrad.numpy._util import broadcast_shapes, broadcast_to, normalize_axis, promote
+
+__all__ = [
+    "EighResult", "QRResult", "SVDResult", "SlogdetResult", "cholesky", "det", "eigh",
+    "eigvalsh", "inv", "lstsq", "matrix_norm", "matrix_power", "matrix_rank", "multi_dot",
+    "norm", "pinv", "qr", "slogdet", "solve", "svd", "svdvals", "vector_norm",
+]
+
+
+class EighResult(NamedTuple):
+    eigenvalues: Tensor
+    eigenvectors: Tensor
+
+
+class QRResult(NamedTuple):
+    Q: Tensor
+    R: Tensor
+
+
+class SVDResult(NamedTuple):
+    U: Tensor
+    S: Tensor
+    Vh: Tensor
+
+
+class SlogdetResult(NamedTuple):
+    sign: Tensor
+    logabsdet: Tensor
+
+
+def _matrix(name, a, *, square=False):
+    (a,) = promote(name, a, to_inexact=True)
+    if a.ndim < 2 or (square and a.shape[-1] != a.shape[-2]):
+        kind = "a square matrix (..., n, n)" if square else "a matrix (..., m, n)"
+        raise ValueError(f"{name}: expected {kind}, got shape {a.shape}")
+    return a
+
+
+def _mT(x):
+    return _shape.swapaxes(x, -1, -2)
+
+
+def _symmetrize(x):
+    return (x + _mT(x)) / 2
+
+
+def cholesky(a, *, upper: bool = False, symmetrize_input: bool = True):
+    """Cholesky factor: lower ``L`` with ``a = L @ L.T`` (``upper``: ``U`` with ``a = U.T @ U``).
+
+    Arguments: ``a`` symmetric positive definite, shape (..., n, n).  Not positive
+    definite gives NaNs (as JAX).
+
+    >>> fnp.linalg.cholesky(fg.tensor([[4.0, 2.0], [2.0, 5.0]]))
+    tensor([[2., 0.], [1., 2.]], dtype=float32)
+    """
+    a = _matrix("cholesky", a, square=True)
+    L = lax_linalg.cholesky(_symmetrize(a) if symmetrize_input else a)
+    return _mT(L) if upper else L
+
+
+def _lu_solve(lu, perm, b):
+    """Solve ``a x = b`` given ``a``'s LU factors; ``b`` has shape (..., n, k)."""
+    x = lax_linalg.permute_rows(b, perm)
+    x = lax_linalg.triangular_solve(lu, x, left_side=True, lower=True, unit_diagonal=True)
+    return lax_linalg.triangular_solve(lu, x, left_side=True, lower=False)
+
+
+def solve(a, b):
+    """Solve ``a @ x = b`` for ``x`` (``b`` of shape (..., n) only when 1-d, as NumPy 2).
+
+    >>> fnp.linalg.solve(fg.tensor([[2.0, 0.0], [0.0, 4.0]]), fg.tensor([2.0, 2.0]))
+    tensor([1. , 0.5], dtype=float32)
+    """
+    a, b = promote("solve", a, b, to_inexact=True)
+    a = _matrix("solve", a, square=True)
+    vector = b.ndim == 1
+    if vector:
+        b = _shape.reshape(b, (b.shape[0], 1))
+    if b.ndim < 2 or b.shape[-2] != a.shape[-1]:
+        raise ValueError(f"solve: a of shape {a.shape} and b of shape "
+                         f"{b.shape[:-1] if vector else b.shape} do not align "
+                         f"({a.shape[-1]} != {b.shape[-2] if b.ndim >= 2 else b.shape})")
+    batch = broadcast_shapes("solve", a.shape[:-2], b.shape[:-2])
+    a = broadcast_to(a, batch + a.shape[-2:])
+    b = broadcast_to(b, batch + b.shape[-2:])
+    lu, _, perm = lax_linalg.lu(a)
+    x = _lu_solve(lu, perm, b)
+    return _shape.reshape(x, x.shape[:-1]) if vector else x
+
+
+def inv(a):
+    """Inverse of the square matrices in ``a`` (shape (..., n, n)).
+
+    >>> fnp.linalg.inv(fg.tensor([[2.0, 0.0], [0.0, 4.0]]))
+    tensor([[0.5 , 0.  ], [0.  , 0.25]], dtype=float32)
+    """
+    a = _matrix("inv", a, square=True)
+    eye = broadcast_to(_creation.eye(a.shape[-1], dtype=a.dtype), a.shape)
+    lu, _, perm = lax_linalg.lu(a)
+    return _lu_solve(lu, perm, eye)
+
+
+def _lu_sign_and_diagonal(a):
+    lu, pivots, _ = lax_linalg.lu(a)
+    diag = _shape.diagonal(lu, 0, -2, -1)
+    swaps = _reductions.sum(pivots != _creation.arange(a.shape[-1], dtype=pivots.dtype),
+                            axis=-1)
+    parity = 1 - 2 * (swaps % 2)
+    return parity.astype(a.dtype), diag
+
+
+def det(a):
+    """Determinant of the square matrices in ``a`` (from the LU factorization).
+
+    >>> fnp.linalg.det(fg.tensor([[2.0, 1.0], [0.0, 3.0]]))
+    tensor(6., dtype=float32)
+    """
+    a = _matrix("det", a, square=True)
+    parity, diag = _lu_sign_and_diagonal(a)
+    return parity * _reductions.prod(diag, axis=-1)
+
+
+def slogdet(a):
+    """``(sign, logabsdet)`` of the determinants of ``a``: stable for large or tiny ones.
+
+    >>> fnp.linalg.slogdet(fg.tensor([[1.0, 2.0], [3.0, 4.0]]))
+    SlogdetResult(sign=tensor(-1., dtype=float32), logabsdet=tensor(0.6931472, dtype=float32))
+    """
+    a = _matrix("slogdet", a, square=True)
+    parity, diag = _lu_sign_and_diagonal(a)
+    sign = parity * _reductions.prod(_elementwise.sign(diag), axis=-1)
+    logabsdet = _reductions.sum(_elementwise.log(_elementwise.abs(diag)), axis=-1)
+    return SlogdetResult(sign, logabsdet)
+
+
+def qr(a, mode: str = "reduced"):
+    """QR decomposition ``a = Q @ R``; ``mode`` is "reduced", "complete" or "r".
+
+    >>> Q, R = fnp.linalg.qr(fnp.ones((3, 2)))
+    >>> Q.shape, R.shape
+    ((3, 2), (2, 2))
+    """
+    if mode not in ("reduced", "complete", "r"):
+        raise ValueError(f"qr: mode must be 'reduced', 'complete' or 'r', got {mode!r}")
+    a = _matrix("qr", a)
+    q, r = lax_linalg.qr(a, full_matrices=mode == "complete")
+    return r if mode == "r" else QRResult(q, r)
+
+
+def svd(a, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool = False):
+    """Singular value decomposition ``a = U @ diag(S) @ Vh``, ``S`` descending.
+
+    Returns ``SVDResult(U, S, Vh)``, or only ``S`` when ``compute_uv=False``.
+
+    >>> fnp.linalg.svd(fg.tensor([[3.0, 0.0], [0.0, 4.0]]), compute_uv=False)
+    tensor([4., 3.], dtype=float32)
+    """
+    a = _matrix("svd", a)
+    if not compute_uv:
+        return lax_linalg.svd(a, compute_uv=False)[0]
+    s, u, vt = lax_linalg.svd(a, full_matrices=full_matrices)
+    return SVDResult(u, s, vt)
+
+
+def svdvals(a):
+    """Singular values of ``a``, descending.
+
+    >>> fnp.linalg.svdvals(fg.tensor([[3.0, 0.0], [0.0, 4.0]]))
+    tensor([4., 3.], dtype=float32)
+    """
+    return svd(a, compute_uv=False)
+
+
+def eigh(a, UPLO: str | None = None, symmetrize_input: bool = True):
+    """Eigenvalues (ascending) and eigenvectors (columns) of symmetric ``a``.
+
+    With ``symmetrize_input`` (the default, as JAX) ``(a + a.T) / 2`` is decomposed, so
+    gradients are symmetric; otherwise only the ``UPLO`` ("L" or "U") triangle is read.
+
+    >>> w, v = fnp.linalg.eigh(fg.tensor([[2.0, 0.0], [0.0, 1.0]]))
+    >>> w
+    tensor([1., 2.], dtype=float32)
+    """
+    a = _matrix("eigh", a, square=True)
+    if UPLO not in (None, "L", "U"):
+        raise ValueError(f"eigh: UPLO must be 'L' or 'U', got {UPLO!r}")
+    if symmetrize_input:
+        a = _symmetrize(a)
+    elif UPLO == "U":
+        a = _mT(a)
+    w, v = lax_linalg.eigh(a)
+    return EighResult(w, v)
+
+
+def eigvalsh(a, UPLO: str | None = "L"):
+    """Eigenvalues (ascending) of symmetric ``a``.
+
+    >>> fnp.linalg.eigvalsh(fg.tensor([[2.0, 0.0], [0.0, 1.0]]))
+    tensor([1., 2.], dtype=float32)
+    """
+    return eigh(a, UPLO)[0]
+
+
+def matrix_power(a, n: int):
+    """``a`` multiplied by itself ``n`` times (``n < 0``: powers of the inverse).
+
+    >>> fnp.linalg.matrix_power(fg.tensor([[1.0, 1.0], [0.0, 1.0]]), 3)
+    tensor([[1., 3.], [0., 1.]], dtype=float32)
+    """
+    (a,) = promote("matrix_power", a)
+    if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
+        raise ValueError(f"matrix_power: expected a square matrix (..., n, n), got shape "
+                         f"{a.shape}")
+    if not isinstance(n, (int, np.integer)) or isinstance(n, bool):
+        raise TypeError(f"matrix_power: exponent must be an int, got {type(n).__name__}")
+    if n == 0:
+        return broadcast_to(_creation.eye(a.shape[-1], dtype=a.dtype), a.shape)
+    if n < 0:
+        a, n = inv(a), -n
+    result = None
+    while n:  # binary powering
+        if n & 1:
+            result = a if result is None else matmul(result, a)
+        n >>= 1
+        if n:
+            a = matmul(a, a)
+    return result
+
+
+def multi_dot(arrays):
+    """Product of a sequence of matrices (first may be 1-d, last may be 1-d).
+
+    >>> fnp.linalg.multi_dot([fnp.ones((2, 3)), fnp.ones((3, 4)), fnp.ones(4)]).shape
+    (2,)
+    """
+    arrays = list(arrays)
+    if len(arrays) < 2:
+        raise ValueError("multi_dot: needs at least two arrays")
+    out = arrays[0]
+    for x in arrays[1:]:
+        out = matmul(out, x)
+    return out
+
+
+def _default_rtol(a):
+    return 10 * max(a.shape[-2:]) * float(np.finfo(a.dtype).eps)
+
+
+def pinv(a, rtol=None, hermitian: bool = False, *, rcond=None):
+    """Moore-Penrose pseudo-inverse from the SVD, dropping singular values below
+    ``rtol * max(s)`` (default ``10 * max(m, n) * eps``, as JAX).
+
+    >>> fnp.linalg.pinv(fg.tensor([[2.0, 0.0], [0.0, 0.0]]))
+    tensor([[0.5, 0. ], [0. , 0. ]], dtype=float32)
+    """
+    a = _matrix("pinv", a)
+    rtol = rcond if rtol is None else rtol
+    rtol = _default_rtol(a) if rtol is None else rtol
+    s, u, vt = lax_linalg.svd(a, full_matrices=False)
+    cutoff = rtol * _reductions.max(s, axis=-1, keepdims=True)
+    kept = s > cutoff
+    s_inv = _elementwise.where(kept, 1 / _elementwise.where(kept, s, 1), 0)
+    return matmul(_mT(vt) * s_inv[..., None, :], _mT(u))
+
+
+def matrix_rank(a, rtol=None, *, tol=None):
+    """Number of singular values above ``tol`` (or ``rtol * max(s)``).
+
+    >>> fnp.linalg.matrix_rank(fnp.ones((3, 3)))
+    tensor(1, dtype=int32)
+    """
+    a = _matrix("matrix_rank", a)
+    s = svd(a, compute_uv=False)
+    if tol is None:
+        rtol = _default_rtol(a) if rtol is None else rtol
+        tol = rtol * _reductions.max(s, axis=-1, keepdims=True)
+    return _reductions.sum(s > tol, axis=-1)
+
+
+def lstsq(a, b, rcond=None):
+    """Least-squares solution of ``a @ x = b``: ``(x, residuals, rank, s)`` as NumPy.
+
+    >>> x, *_ = fnp.linalg.lstsq(fg.tensor([[1.0], [1.0]]), fg.tensor([1.0, 3.0]))
+    >>> x
+    tensor([2.], dtype=float32)
+    """
+    a, b = promote("lstsq", a, b, to_inexact=True)
+    if a.ndim != 2 or b.ndim not in (1, 2) or b.shape[0] != a.shape[0]:
+        raise ValueError(f"lstsq: a must be (m, n) and b (m,) or (m, k) with the same m, got "
+                         f"shapes {a.shape} and {b.shape}")
+    m, n = a.shape
+    rtol = float(np.finfo(a.dtype).eps) * max(m, n) if rcond is None else rcond
+    s = svd(a, compute_uv=False)
+    x = matmul(pinv(a, rtol=rtol), b)
+    rank = _reductions.sum(s > rtol * _reductions.max(s), axis=-1)
+    residual = b - matmul(a, x)
+    # NumPy leaves residuals empty for rank-deficient a; that needs a concrete rank, so
+    # (as JAX) they are returned whenever m > n
+    if m > n:
+        residuals = _reductions.sum(residual * residual, axis=0)
+        residuals = _shape.reshape(residuals, (1,)) if b.ndim == 1 else residuals
+    else:
+        residuals = _creation.zeros((0,), dtype=a.dtype)
+    return x, residuals, rank, s
+
+
+# --- norms -----------------------------------------------------------------------------------
+
+_VECTOR_ORDS = (None, 0, 1, 2, math.inf, -math.inf)
+_MATRIX_ORDS = (None, "fro", "nuc", 1, -1, 2, -2, math.inf, -math.inf)
+
+
+def _vector_norm(x, ord, axes, keepdims):
+    absx = _elementwise.abs(x)
+    if ord is None or ord == 2:
+        return _elementwise.sqrt(_reductions.sum(absx * absx, axis=axes, keepdims=keepdims))
+    if ord == math.inf:
+        return _reductions.max(absx, axis=axes, keepdims=keepdims)
+    if ord == -math.inf:
+        return _reductions.min(absx, axis=axes, keepdims=keepdims)
+    if ord == 0:
+        return _reductions.sum((x != 0).astype(x.dtype), axis=axes, keepdims=keepdims)
+    if ord == 1:
+        return _reductions.sum(absx, axis=axes, keepdims=keepdims)
+    if isinstance(ord, str):
+        raise ValueError(f"norm: invalid ord {ord!r} for a vector norm")
+    return _reductions.sum(absx ** ord, axis=axes, keepdims=keepdims) ** (1.0 / ord)
+
+
+def _matrix_norm(x, ord, axes, keepdims):
+    row, col = axes
+    if ord not in _MATRIX_ORDS:
+        raise ValueError(f"norm: invalid ord {ord!r} for a matrix norm; expected one of "
+                         f"{_MATRIX_ORDS}")
+    if ord is None or ord == "fro":
+        return _vector_norm(x, 2, axes, keepdims)
+    absx = _elementwise.abs(x)
+    if ord in (1, -1, math.inf, -math.inf):
+        # 1: max over columns of column sums; inf: max over rows of row sums
+        summed, over = (row, col) if ord in (1, -1) else (col, row)
+        sums = _reductions.sum(absx, axis=summed, keepdims=True)
+        pick = _reductions.max if ord > 0 else _reductions.min
+        out = pick(sums, axis=over, keepdims=True)
+    else:
+        moved = _shape.moveaxis(x, (row, col), (-2, -1))
+        s = svd(moved, compute_uv=False)
+        if ord == "nuc":
+            out = _reductions.sum(s, axis=-1)
+        else:
+            out = (_reductions.max if ord == 2 else _reductions.min)(s, axis=-1)
+        if not keepdims:
+            return out
+        out = _shape.expand_dims(_shape.expand_dims(out, -1), -1)
+        return _shape.moveaxis(out, (-2, -1), (row, col))
+    if keepdims:
+        return out
+    return _shape.squeeze(out, axis=(row, col))
+
+
+def norm(x, ord=None, axis=None, keepdims: bool = False):
+    """Vector or matrix norm as ``numpy.linalg.norm``.
+
+    ``axis`` an int: vector norm (``ord`` None/2, 1, inf, -inf, 0 or any p); a pair of ints
+    or a 2-d ``x`` with ``axis=None``: matrix norm (``ord`` None/"fro", "nuc", 1, -1, 2, -2,
+    inf, -inf); ``axis=None`` with ``ord=None``: 2-norm of the flattened ``x``.
+
+    >>> fnp.linalg.norm(fg.tensor([3.0, 4.0]))
+    tensor(5., dtype=float32)
+    """
+    (x,) = promote("norm", x, to_inexact=True)
+    if axis is None:
+        if ord is None:
+            out = _vector_norm(_shape.ravel(x), None, 0, False)
+            return _shape.reshape(out, (1,) * x.ndim) if keepdims else out
+        if x.ndim == 1:
+            axis = 0
+        elif x.ndim == 2:
+            axis = (0, 1)
+        else:
+            raise ValueError(f"norm: ord={ord!r} with axis=None needs a 1-d or 2-d input, "
+                             f"got shape {x.shape}")
+    if isinstance(axis, (tuple, list)) and len(axis) == 1:
+        axis = axis[0]
+    if isinstance(axis, (tuple, list)):
+        if len(axis) != 2:
+            raise ValueError(f"norm: axis must be an int or a pair, got {axis}")
+        axes = tuple(normalize_axis("norm", a, x.ndim) for a in axis)
+        if axes[0] == axes[1]:
+            raise ValueError(f"norm: duplicate axes {axis}")
+        return _matrix_norm(x, ord, axes, keepdims)
+    return _vector_norm(x, ord, normalize_axis("norm", axis, x.ndim), keepdims)
+
+
+def vector_norm(x, axis=None, keepdims: bool = False, ord=2):
+    """Vector norm over ``axis`` (None: all axes), as the array API's ``vector_norm``.
+
+    >>> fnp.linalg.vector_norm(fg.tensor([[3.0], [4.0]]))
+    tensor(5., dtype=float32)
+    """
+    (x,) = promote("vector_norm", x, to_inexact=True)
+    if axis is None:
+        out = _vector_norm(_shape.ravel(x), ord, 0, False)
+        return _shape.reshape(out, (1,) * x.ndim) if keepdims else out
+    axes = axis if isinstance(axis, (tuple, list)) else (axis,)
+    axes = tuple(normalize_axis("vector_norm", a, x.ndim) for a in axes)
+    return _vector_norm(x, ord, axes, keepdims)
+
+
+def matrix_norm(x, ord="fro", keepdims: bool = False):
+    """Matrix norm over the last two axes, as the array API's ``matrix_norm``.
+
+    >>> fnp.linalg.matrix_norm(fnp.eye(2))
+    tensor(1.4142135, dtype=float32)
+    """
+    (x,) = promote("matrix_norm", x, to_inexact=True)
+    if x.ndim < 2:
+        raise ValueError(f"matrix_norm: expected (..., m, n), got shape {x.shape}")
+    return _matrix_norm(x, ord, (x.ndim - 2, x.ndim - 1), keepdims)

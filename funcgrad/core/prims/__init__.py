@@ -1,6 +1,7 @@
 """Every primitive family; importing this package registers them all."""
 
 from funcgrad.core.prims import (  # noqa: F401
+    bitcast,
     dot,
     elementwise,
     fft,

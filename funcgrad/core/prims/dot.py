@@ -53,6 +53,21 @@ def _dot_impl(lhs, rhs, *, dimension_numbers, preferred_element_type=None):
         out = np.matmul(lhs, rhs) if lhs.ndim and rhs.ndim else lhs * rhs
         return np.asarray(out).astype(out_dtype, copy=False)
     lf, rf = _free(lhs.ndim, lc, lb), _free(rhs.ndim, rc, rb)
+    if lhs.dtype.kind == "f" and all(lhs.shape[a] == 1 for a in lc):
+        # outer products (per-example weight gradients, contracting at most size-1 axes):
+        # einsum writes the result once; a K=1 matmul is several times slower
+        letters = iter("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+        lhs_names = [next(letters) for _ in range(lhs.ndim)]
+        rhs_names = [next(letters) for _ in range(rhs.ndim)]
+        for a, b in zip(lb + lc, rb + rc):
+            rhs_names[b] = lhs_names[a]
+        out_names = ([lhs_names[a] for a in lb] + [lhs_names[a] for a in lf]
+                     + [rhs_names[a] for a in rf])
+        spec = f"{''.join(lhs_names)},{''.join(rhs_names)}->{''.join(out_names)}"
+        # strided (transposed) operands make einsum's inner loop crawl; they are small
+        lhs = lhs if lhs.flags.c_contiguous else lhs.copy()
+        rhs = rhs if rhs.flags.c_contiguous else rhs.copy()
+        return np.einsum(spec, lhs, rhs).astype(out_dtype, copy=False)
     size = lambda x, axes: int(np.prod([x.shape[a] for a in axes], dtype=np.int64))
     batch_shape = tuple(lhs.shape[a] for a in lb)
     a = np.transpose(lhs, (*lb, *lf, *lc)).reshape(size(lhs, lb), size(lhs, lf), size(lhs, lc))

@@ -178,7 +178,8 @@ def _rem_impl(x, y):
     with np.errstate(all="ignore"):
         if x.dtype.kind in "iu":
             safe = np.where(y == 0, 1, y).astype(x.dtype)
-            return np.where(y == 0, 0, np.fmod(x, safe)).astype(x.dtype)
+            # x % 0 is x, as XLA defines it (compiled code must agree with eager)
+            return np.where(y == 0, x, np.fmod(x, safe)).astype(x.dtype)
         return np.fmod(x, y)
 
 
@@ -195,22 +196,36 @@ def _pow_impl(x, y):
         return np.power(x, y)
 
 
+def _shift_in_range(x, y) -> bool:
+    """True when every shift amount is in [0, bits): NumPy's shifts are then exact (the
+    common case of a constant shift costs one ufunc call, no temporaries)."""
+    bits = x.dtype.itemsize * 8
+    return y.size == 0 or (int(y.min()) >= 0 and int(y.max()) < bits)
+
+
 def _shift_right_logical_impl(x, y):
     bits = x.dtype.itemsize * 8
     unsigned = x.view(np.dtype(f"u{x.dtype.itemsize}"))
-    shifted = np.right_shift(unsigned, np.minimum(y, bits - 1).astype(unsigned.dtype))
-    return np.where(y >= bits, 0, shifted).astype(unsigned.dtype).view(x.dtype)
+    if _shift_in_range(x, y):
+        return np.right_shift(unsigned, y.astype(unsigned.dtype)).view(x.dtype)
+    amount = np.clip(y, 0, bits - 1).astype(unsigned.dtype)
+    shifted = np.right_shift(unsigned, amount)
+    return np.where((y >= bits) | (y < 0), 0, shifted).astype(unsigned.dtype).view(x.dtype)
 
 
 def _shift_left_impl(x, y):
     bits = x.dtype.itemsize * 8
-    return np.where(y >= bits, 0, np.left_shift(x, np.minimum(y, bits - 1).astype(x.dtype))
-                    ).astype(x.dtype)
+    if _shift_in_range(x, y):
+        return np.left_shift(x, y.astype(x.dtype))
+    amount = np.clip(y, 0, bits - 1).astype(x.dtype)
+    return np.where((y >= bits) | (y < 0), 0, np.left_shift(x, amount)).astype(x.dtype)
 
 
 def _shift_right_arithmetic_impl(x, y):
     bits = x.dtype.itemsize * 8
-    return np.right_shift(x, np.minimum(y, bits - 1).astype(x.dtype)).astype(x.dtype)
+    if _shift_in_range(x, y):
+        return np.right_shift(x, y.astype(x.dtype))
+    return np.right_shift(x, np.clip(y, 0, bits - 1).astype(x.dtype)).astype(x.dtype)
 
 
 def _not_impl(x):
@@ -341,10 +356,10 @@ rem_p = binary("rem", _rem_impl, NUMBER,
 pow_p = binary("pow", _pow_impl, NUMBER,
                (lambda g, x, y, out: g * y * pow(x, y - 1),
                 lambda g, x, y, out: g * out * log(_where_zero(x, 1, x))))
-max_p = binary("max", np.maximum, NUMBER,
+max_p = binary("max", np.maximum, ANY,
                (lambda g, x, y, out: g * _balanced(x, y, x > y),
                 lambda g, x, y, out: g * _balanced(x, y, y > x)))
-min_p = binary("min", np.minimum, NUMBER,
+min_p = binary("min", np.minimum, ANY,
                (lambda g, x, y, out: g * _balanced(x, y, x < y),
                 lambda g, x, y, out: g * _balanced(x, y, y < x)))
 atan2_p = binary("atan2", np.arctan2, FLOAT,
@@ -589,7 +604,7 @@ complex_p = binary("complex", lambda x, y: (x + 1j * y).astype(
     linear=True)
 complex_p.transpose = lambda ct, x, y: [
     None if ct is None or not is_undefined(x) else real(ct),
-    None if ct is None or not is_undefined(y) else imag(ct)]
+    None if ct is None or not is_undefined(y) else -imag(ct)]
 
 
 # --- thin wrappers used by rules and by funcgrad.numpy ------------------------------------

@@ -1,1 +1,534 @@
-"""Linear-algebra primitives: decompositions and triangular solves."""
+"""Matrix decompositions and triangular solves: cholesky, triangular_solve, lu, qr, svd, eigh.
+
+Every primitive acts on the last two axes; leading axes are a batch, so the batch rule
+only moves the vmapped axis to the front.  Derivative rules are the standard ones (as in
+JAX's ``lax.linalg``), written with funcgrad ops so they differentiate again.  Real
+floating inputs (float32, float64) only.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from funcgrad.core import dtypes
+from funcgrad.core.abstract import ShapedArray
+from funcgrad.core.primitive import Primitive, is_undefined
+from funcgrad.core.prims.structural import broadcast_in_dim, moveaxis, transpose
+
+# --- shared checks and helpers -------------------------------------------------------------
+
+
+def _check_matrix(name, x, *, square=False):
+    if x.ndim < 2 or (square and x.shape[-1] != x.shape[-2]):
+        kind = "square matrices (..., n, n)" if square else "matrices (..., m, n)"
+        raise ValueError(f"{name}: expected {kind}, got shape {x.shape}")
+    if x.dtype not in (dtypes.float32, dtypes.float64):
+        raise TypeError(f"{name}: dtype {x.dtype.name} not supported; expected float32 or "
+                        "float64 (convert with .astype)")
+
+
+def _declare(prim, impl, rule, jvp, batch=None, transpose=None):
+    """Install the rules; the impl checks its operands against the shape rule first, so
+    eager calls fail with the rule's message rather than LAPACK's."""
+
+    def checked_impl(*args, **params):
+        rule(*(ShapedArray(np.shape(a), np.asarray(a).dtype) for a in args), **params)
+        return impl(*args, **params)
+
+    prim.impl = checked_impl
+    prim.abstract_eval = rule
+    prim.jvp = jvp
+    prim.batch = _matrix_batch(prim) if batch is None else batch
+    prim.transpose = transpose
+
+
+def _matrix_batch(prim):
+    """Batch rule of a one-operand matrix primitive: the batch axis goes to the front."""
+
+    def rule(axis_size, args, dims, **params):
+        x = args[0] if dims[0] == 0 else moveaxis(args[0], dims[0], 0)
+        out = prim.bind(x, **params)
+        return (out, [0] * len(out)) if prim.multiple_results else (out, 0)
+
+    return rule
+
+
+def _mT(x):
+    """Swap the last two axes."""
+    perm = list(range(x.ndim))
+    perm[-2], perm[-1] = perm[-1], perm[-2]
+    return transpose(x, perm)
+
+
+def _mm(a, b):
+    from funcgrad.numpy._linear import matmul
+
+    return matmul(a, b)
+
+
+def _tril(x, k=0):
+    from funcgrad.numpy._shape import tril
+
+    return tril(x, k)
+
+
+def _triu(x, k=0):
+    from funcgrad.numpy._shape import triu
+
+    return triu(x, k)
+
+
+def _eye(n, dtype):
+    from funcgrad.numpy._creation import eye
+
+    return eye(n, dtype=dtype)
+
+
+def _diagonal(x):
+    from funcgrad.numpy._shape import diagonal
+
+    return diagonal(x, 0, -2, -1)
+
+
+def _symmetric_from_lower(x):
+    """The symmetric matrix whose lower triangle is x's (what LAPACK's 'L' routines read)."""
+    return _tril(x) + _mT(_tril(x, -1))
+
+
+def _per_matrix(fn, x, out_shapes):
+    """Apply a LAPACK wrapper matrix by matrix, filling NaN where it fails (as JAX does)."""
+    flat = x.reshape(-1, *x.shape[-2:])
+    outs = [np.full((flat.shape[0], *s), np.nan, x.dtype) for s in out_shapes]
+    for i, m in enumerate(flat):
+        try:
+            results = fn(m)
+        except np.linalg.LinAlgError:
+            continue
+        results = results if isinstance(results, tuple) else (results,)
+        for o, r in zip(outs, results, strict=True):
+            o[i] = r
+    return [o.reshape(*x.shape[:-2], *s) for o, s in zip(outs, out_shapes, strict=True)]
+
+
+# --- cholesky: A = L L^T, L lower triangular (reads A's lower triangle) ----------------------
+
+cholesky_p = Primitive("cholesky", keeps_weak=False)
+
+
+def _cholesky_impl(a):
+    try:
+        out = np.linalg.cholesky(a)
+    except np.linalg.LinAlgError:
+        (out,) = _per_matrix(np.linalg.cholesky, a, [a.shape[-2:]])
+    return out.astype(a.dtype, copy=False)
+
+
+def _cholesky_rule(a):
+    _check_matrix("cholesky", a, square=True)
+    return ShapedArray(a.shape, a.dtype)
+
+
+def _cholesky_jvp(primals, tangents):
+    # dL = L phi(L^-1 dA L^-T), phi = lower triangle with the diagonal halved
+    # (Murray, "Differentiation of the Cholesky decomposition", 2016)
+    (a,), (g,) = primals, tangents
+    L = cholesky_p.bind(a)
+    if g is None:
+        return L, None
+    sigma = _symmetric_from_lower(g)
+    tmp = triangular_solve(L, sigma, left_side=False, lower=True, transpose_a=True)
+    inner = triangular_solve(L, tmp, left_side=True, lower=True)
+    phi = _tril(inner, -1) + inner * (_eye(a.shape[-1], a.dtype) * 0.5)
+    return L, _mm(L, phi)
+
+
+_declare(cholesky_p, _cholesky_impl, _cholesky_rule, _cholesky_jvp)
+
+
+def cholesky(a):
+    """Lower Cholesky factor of the symmetric positive definite matrices in ``a``."""
+    return cholesky_p.bind(a)
+
+
+# --- triangular_solve: op(A) X = B or X op(A) = B, linear in B ------------------------------
+
+triangular_solve_p = Primitive("triangular_solve", linear=True, keeps_weak=False)
+
+
+def _triangular_matrix(a, lower, unit_diagonal):
+    t = np.tril(a) if lower else np.triu(a)
+    if unit_diagonal:
+        t = t.copy()
+        idx = np.arange(a.shape[-1])
+        t[..., idx, idx] = 1
+    return t
+
+
+def _substitute(t, b, lower):
+    """Forward/back substitution (inf/NaN on a zero pivot, as a compiled solver gives)."""
+    n = t.shape[-1]
+    x = np.zeros(np.broadcast_shapes(t.shape[:-2], b.shape[:-2]) + b.shape[-2:], b.dtype)
+    order = range(n) if lower else range(n - 1, -1, -1)
+    with np.errstate(all="ignore"):
+        for i in order:
+            known = slice(0, i) if lower else slice(i + 1, n)
+            acc = np.einsum("...k,...kj->...j", t[..., i, known], x[..., known, :])
+            x[..., i, :] = (b[..., i, :] - acc) / t[..., i, i, None]
+    return x
+
+
+def _triangular_solve_impl(a, b, *, left_side, lower, transpose_a, unit_diagonal):
+    t = _triangular_matrix(a, lower, unit_diagonal)
+    if transpose_a:
+        t, lower = np.swapaxes(t, -1, -2), not lower
+    if not left_side:  # X T = B  <=>  T^T X^T = B^T
+        t, b, lower = np.swapaxes(t, -1, -2), np.swapaxes(b, -1, -2), not lower
+    try:
+        x = np.linalg.solve(t, b)
+    except np.linalg.LinAlgError:
+        x = _substitute(t, b, lower)
+    if not left_side:
+        x = np.swapaxes(x, -1, -2)
+    return x.astype(b.dtype, copy=False)
+
+
+def _triangular_solve_rule(a, b, *, left_side, lower, transpose_a, unit_diagonal):
+    _check_matrix("triangular_solve", a, square=True)
+    _check_matrix("triangular_solve", b)
+    side = b.shape[-2] if left_side else b.shape[-1]
+    if side != a.shape[-1] or a.shape[:-2] != b.shape[:-2]:
+        raise ValueError(f"triangular_solve: a of shape {a.shape} and b of shape {b.shape} do "
+                         f"not match (left_side={left_side}; batch axes must be equal)")
+    if a.dtype != b.dtype:
+        raise TypeError(f"triangular_solve: dtypes {a.dtype.name} and {b.dtype.name} differ")
+    return ShapedArray(b.shape, b.dtype)
+
+
+def _triangular_solve_jvp(primals, tangents, **params):
+    a, b = primals
+    ga, gb = tangents
+    out = triangular_solve_p.bind(a, b, **params)
+    total = None if gb is None else triangular_solve_p.bind(a, gb, **params)
+    if ga is not None:
+        term = _triangular_solve_jvp_a(ga, out, a, **params)
+        total = term if total is None else total + term
+    return out, total
+
+
+def _triangular_solve_jvp_a(ga, out, a, *, left_side, lower, transpose_a, unit_diagonal):
+    # d(op(A)^-1 B) = -op(A)^-1 op(dA) X, with dA restricted to the triangle that is read
+    k = 1 if unit_diagonal else 0
+    ga = -(_tril(ga, -k) if lower else _triu(ga, k))
+    ga = _mT(ga) if transpose_a else ga
+    params = dict(left_side=left_side, lower=lower, transpose_a=transpose_a,
+                  unit_diagonal=unit_diagonal)
+    m, n = out.shape[-2:]
+    # a solve costs about a product: order the two so the cheaper one comes first
+    if left_side:
+        if m > n:
+            return triangular_solve_p.bind(a, _mm(ga, out), **params)
+        return _mm(triangular_solve_p.bind(a, ga, **params), out)
+    if m < n:
+        return triangular_solve_p.bind(a, _mm(out, ga), **params)
+    return _mm(out, triangular_solve_p.bind(a, ga, **params))
+
+
+def _triangular_solve_transpose(ct, a, b, *, left_side, lower, transpose_a, unit_diagonal):
+    if is_undefined(a):
+        raise TypeError("triangular_solve: not linear in the matrix a (only in b)")
+    if ct is None:
+        return [None, None]
+    return [None, triangular_solve_p.bind(a, ct, left_side=left_side, lower=lower,
+                                          transpose_a=not transpose_a,
+                                          unit_diagonal=unit_diagonal)]
+
+
+def _to_front(x, dim, axis_size):
+    if dim is None:
+        return broadcast_in_dim(x, (axis_size, *x.shape), tuple(range(1, x.ndim + 1)))
+    return x if dim == 0 else moveaxis(x, dim, 0)
+
+
+def _triangular_solve_batch(axis_size, args, dims, **params):
+    a, b = (_to_front(x, d, axis_size) for x, d in zip(args, dims, strict=True))
+    return triangular_solve_p.bind(a, b, **params), 0
+
+
+_declare(triangular_solve_p, _triangular_solve_impl, _triangular_solve_rule,
+         _triangular_solve_jvp, _triangular_solve_batch, _triangular_solve_transpose)
+
+
+def triangular_solve(a, b, *, left_side: bool = False, lower: bool = False,
+                     transpose_a: bool = False, unit_diagonal: bool = False):
+    """Solve ``op(a) x = b`` (``left_side``) or ``x op(a) = b`` for triangular ``a``.
+
+    Only the ``lower`` (or upper) triangle of ``a`` is read; ``op`` transposes when
+    ``transpose_a``; ``unit_diagonal`` takes the diagonal to be ones.  Defaults as JAX's
+    ``lax.linalg.triangular_solve``.
+    """
+    return triangular_solve_p.bind(a, b, left_side=bool(left_side), lower=bool(lower),
+                                   transpose_a=bool(transpose_a),
+                                   unit_diagonal=bool(unit_diagonal))
+
+
+# --- lu: P A = L U with partial pivoting -----------------------------------------------------
+# Results: lu (L below the diagonal with an implicit unit diagonal, U on and above it),
+# pivots (LAPACK's row swaps, 0-based, int32) and permutation (A[permutation] = L U).
+
+lu_p = Primitive("lu", multiple_results=True, keeps_weak=False)
+
+
+def _lu_impl(a):
+    *batch, m, n = a.shape
+    k = min(m, n)
+    lu = np.array(a.reshape(-1, m, n), dtype=a.dtype, copy=True)
+    count = lu.shape[0]
+    rows = np.arange(count)
+    perm = np.tile(np.arange(m, dtype=np.int32), (count, 1))
+    pivots = np.zeros((count, k), np.int32)
+    with np.errstate(all="ignore"):
+        for j in range(k):
+            p = j + np.argmax(np.abs(lu[:, j:, j]), axis=1)
+            pivots[:, j] = p
+            lu[rows, j], lu[rows, p] = lu[rows, p], lu[rows, j].copy()
+            perm[rows, j], perm[rows, p] = perm[rows, p], perm[rows, j].copy()
+            pivot = lu[:, j, j:j + 1]
+            # a zero pivot means a zero column: leave it (LAPACK does the same)
+            lu[:, j + 1:, j] = np.where(pivot != 0, lu[:, j + 1:, j] / pivot, lu[:, j + 1:, j])
+            lu[:, j + 1:, j + 1:] -= lu[:, j + 1:, j:j + 1] * lu[:, j:j + 1, j + 1:]
+    return [lu.reshape(*batch, m, n), pivots.reshape(*batch, k), perm.reshape(*batch, m)]
+
+
+def _lu_rule(a):
+    _check_matrix("lu", a)
+    *batch, m, n = a.shape
+    return [ShapedArray(a.shape, a.dtype), ShapedArray((*batch, min(m, n)), dtypes.int32),
+            ShapedArray((*batch, m), dtypes.int32)]
+
+
+def _lu_jvp(primals, tangents):
+    # dL = L tril(L^-1 P dA U^-1, -1), dU = triu(L^-1 P dA U^-1) U
+    (a,), (g,) = primals, tangents
+    lu, pivots, perm = lu_p.bind(a)
+    if g is None:
+        return [lu, pivots, perm], [None, None, None]
+    m, n = a.shape[-2:]
+    k = min(m, n)
+    l, u = unpack_lu(lu)
+    if m > k:  # square L: extend with the identity's last columns
+        l = _pad_last(l, m - k) + _embedded_eye(m, k, a.dtype)
+    if n > k:  # square U
+        u = _pad_rows(u, n - k) + _embedded_eye(n, k, a.dtype)
+    x = permute_rows(g, perm)
+    la = triangular_solve(l, x, left_side=True, lower=True, unit_diagonal=True)
+    lau = triangular_solve(u, la, left_side=False, lower=False)
+    lu_dot = _mm(l, _tril(lau, -1)) + _mm(_triu(lau), u)
+    return [lu, pivots, perm], [lu_dot, None, None]
+
+
+def _pad_last(x, extra):
+    from funcgrad.core.prims.structural import pad
+
+    config = [(0, 0, 0)] * x.ndim
+    config[-1] = (0, extra, 0)
+    return pad(x, np.zeros((), x.dtype), config)
+
+
+def _pad_rows(x, extra):
+    from funcgrad.core.prims.structural import pad
+
+    config = [(0, 0, 0)] * x.ndim
+    config[-2] = (0, extra, 0)
+    return pad(x, np.zeros((), x.dtype), config)
+
+
+def _embedded_eye(size, start, dtype):
+    """A size x size matrix with ones on the diagonal from position ``start`` on."""
+    from funcgrad.numpy._util import asarray
+
+    eye = np.eye(size, dtype=dtype)
+    eye[:start, :start] = 0
+    return asarray(eye)
+
+
+_declare(lu_p, _lu_impl, _lu_rule, _lu_jvp)
+
+
+def lu(a):
+    """``(lu, pivots, permutation)`` of the partially pivoted LU factorization of ``a``."""
+    return lu_p.bind(a)
+
+
+def unpack_lu(lu):
+    """The unit lower factor (m, k) and the upper factor (k, n) packed in ``lu``."""
+    m, n = lu.shape[-2:]
+    k = min(m, n)
+    from funcgrad.core.prims.structural import slice_
+
+    lead = lu.shape[:-2]
+    zeros = (0,) * len(lead)
+    l_part = slice_(lu, (*zeros, 0, 0), (*lead, m, k))
+    u_part = slice_(lu, (*zeros, 0, 0), (*lead, k, n))
+    l = _tril(l_part, -1) + _eye_rect(m, k, lu.dtype)
+    return l, _triu(u_part)
+
+
+def _eye_rect(m, k, dtype):
+    from funcgrad.numpy._creation import eye
+
+    return eye(m, k, dtype=dtype)
+
+
+def permute_rows(x, permutation):
+    """``x[..., permutation, :]`` with ``permutation`` batched like x's leading axes."""
+    from funcgrad.core.prims.indexing import take_along_axis
+
+    idx = broadcast_in_dim(permutation, x.shape, tuple(range(x.ndim - 1)))
+    return take_along_axis(x, idx, x.ndim - 2)
+
+
+# --- qr: A = Q R, Householder (LAPACK's signs) ----------------------------------------------
+
+qr_p = Primitive("qr", multiple_results=True, keeps_weak=False)
+
+
+def _qr_impl(a, *, full_matrices):
+    q, r = np.linalg.qr(a, mode="complete" if full_matrices else "reduced")
+    return [q.astype(a.dtype, copy=False), r.astype(a.dtype, copy=False)]
+
+
+def _qr_rule(a, *, full_matrices):
+    _check_matrix("qr", a)
+    *batch, m, n = a.shape
+    k = m if full_matrices else min(m, n)
+    return [ShapedArray((*batch, m, k), a.dtype), ShapedArray((*batch, k, n), a.dtype)]
+
+
+def _qr_jvp(primals, tangents, *, full_matrices):
+    # Townsend, "Differentiating the QR decomposition" (2018); needs m >= n
+    (a,), (g,) = primals, tangents
+    q, r = qr_p.bind(a, full_matrices=full_matrices)
+    if g is None:
+        return [q, r], [None, None]
+    m, n = a.shape[-2:]
+    if m < n or (full_matrices and m != n):
+        raise NotImplementedError(f"qr: derivative needs m >= n and reduced mode, got shape "
+                                  f"{a.shape} (full_matrices={full_matrices})")
+    dx_rinv = triangular_solve(r, g, left_side=False, lower=False)
+    qt_dx_rinv = _mm(_mT(q), dx_rinv)
+    lower = _tril(qt_dx_rinv, -1)
+    omega = lower - _mT(lower)  # skew-symmetric
+    dq = _mm(q, omega - qt_dx_rinv) + dx_rinv
+    dr = _mm(qt_dx_rinv - omega, r)
+    return [q, r], [dq, dr]
+
+
+_declare(qr_p, _qr_impl, _qr_rule, _qr_jvp)
+
+
+def qr(a, full_matrices: bool = False):
+    """``(q, r)`` of the QR decomposition of ``a`` (reduced unless ``full_matrices``)."""
+    return qr_p.bind(a, full_matrices=bool(full_matrices))
+
+
+# --- svd: A = U diag(s) Vt, s descending -------------------------------------------------------
+# Results: [s] or [s, u, vt] (as JAX's primitive).
+
+svd_p = Primitive("svd", multiple_results=True, keeps_weak=False)
+
+
+def _svd_impl(a, *, full_matrices, compute_uv):
+    if not compute_uv:
+        return [np.linalg.svd(a, compute_uv=False).astype(a.dtype, copy=False)]
+    u, s, vt = np.linalg.svd(a, full_matrices=full_matrices)
+    return [s.astype(a.dtype, copy=False), u.astype(a.dtype, copy=False),
+            vt.astype(a.dtype, copy=False)]
+
+
+def _svd_rule(a, *, full_matrices, compute_uv):
+    _check_matrix("svd", a)
+    *batch, m, n = a.shape
+    k = min(m, n)
+    s = ShapedArray((*batch, k), a.dtype)
+    if not compute_uv:
+        return [s]
+    ku, kv = (m, n) if full_matrices else (k, k)
+    return [s, ShapedArray((*batch, m, ku), a.dtype), ShapedArray((*batch, kv, n), a.dtype)]
+
+
+def _svd_jvp(primals, tangents, *, full_matrices, compute_uv):
+    (a,), (g,) = primals, tangents
+    m, n = a.shape[-2:]
+    if compute_uv and full_matrices and m != n:
+        raise NotImplementedError(f"svd: derivative of full_matrices=True needs a square "
+                                  f"matrix, got shape {a.shape}; use full_matrices=False")
+    s, u, vt = svd_p.bind(a, full_matrices=False, compute_uv=True)
+    outs = [s, u, vt] if compute_uv else [s]
+    if g is None:
+        return outs, [None] * len(outs)
+    v = _mT(vt)
+    ds_mat = _mm(_mm(_mT(u), g), v)
+    ds = _diagonal(ds_mat)
+    if not compute_uv:
+        return outs, [ds]
+    k = s.shape[-1]
+    eye = _eye(k, a.dtype)
+    s_row = s[..., None, :]
+    s_col = s[..., :, None]
+    # F_ij = 1 / (s_j^2 - s_i^2) off the diagonal, 0 on it
+    f = 1 / ((s_row + s_col) * (s_row - s_col) + eye) - eye
+    dss = ds_mat * s_row
+    sds = s_col * ds_mat
+    du = _mm(u, f * (dss + _mT(dss)))
+    dv = _mm(v, f * (sds + _mT(sds)))
+    if m > n:
+        dav = _mm(g, v)
+        du = du + (dav - _mm(u, _mm(_mT(u), dav))) / s_row
+    if n > m:
+        dau = _mm(_mT(g), u)
+        dv = dv + (dau - _mm(v, _mm(vt, dau))) / s_row
+    return outs, [ds, du, _mT(dv)]
+
+
+_declare(svd_p, _svd_impl, _svd_rule, _svd_jvp)
+
+
+def svd(a, full_matrices: bool = False, compute_uv: bool = True):
+    """``[s]`` or ``[s, u, vt]`` of the singular value decomposition of ``a``."""
+    return svd_p.bind(a, full_matrices=bool(full_matrices), compute_uv=bool(compute_uv))
+
+
+# --- eigh: symmetric eigendecomposition (reads the lower triangle) ---------------------------
+# Results: [w, v] with eigenvalues w ascending and eigenvectors in v's columns.
+
+eigh_p = Primitive("eigh", multiple_results=True, keeps_weak=False)
+
+
+def _eigh_impl(a):
+    w, v = np.linalg.eigh(a, UPLO="L")
+    return [w.astype(a.dtype, copy=False), v.astype(a.dtype, copy=False)]
+
+
+def _eigh_rule(a):
+    _check_matrix("eigh", a, square=True)
+    return [ShapedArray(a.shape[:-1], a.dtype), ShapedArray(a.shape, a.dtype)]
+
+
+def _eigh_jvp(primals, tangents):
+    # dw = diag(V^T dA V), dV = V (F * V^T dA V) with F_ij = 1 / (w_j - w_i) off the diagonal
+    (a,), (g,) = primals, tangents
+    w, v = eigh_p.bind(a)
+    if g is None:
+        return [w, v], [None, None]
+    eye = _eye(a.shape[-1], a.dtype)
+    f = 1 / (eye + w[..., None, :] - w[..., :, None]) - eye
+    vt_g_v = _mm(_mm(_mT(v), _symmetric_from_lower(g)), v)
+    return [w, v], [_diagonal(vt_g_v), _mm(v, f * vt_g_v)]
+
+
+_declare(eigh_p, _eigh_impl, _eigh_rule, _eigh_jvp)
+
+
+def eigh(a):
+    """``[w, v]``: ascending eigenvalues and eigenvectors of symmetric ``a`` (lower triangle)."""
+    return eigh_p.bind(a)

@@ -1,0 +1,356 @@
+"""funcgrad.numpy.linalg and the decomposition primitives against NumPy, derivatives
+against finite differences, vmap against a Python loop."""
+
+import numpy as np
+import pytest
+
+import funcgrad as fg
+import funcgrad.numpy as fnp
+from funcgrad.core.prims import linalg as lax_linalg
+from funcgrad.test_util import check_grads
+
+LA = fnp.linalg
+SHAPES = [(3, 3), (1, 1), (2, 4, 4), (2, 1, 3, 3)]
+TOL = {np.float64: 1e-10, np.float32: 2e-4}
+
+
+def _rng(seed=0):
+    return np.random.default_rng(seed)
+
+
+def _general(shape, dtype=np.float64, seed=0):
+    """Well-conditioned square matrices (diagonally shifted)."""
+    n = shape[-1]
+    return (_rng(seed).standard_normal(shape) + 2 * n ** 0.5 * np.eye(n)).astype(dtype)
+
+
+def _spd(shape, dtype=np.float64, seed=0):
+    a = _rng(seed).standard_normal(shape)
+    return (a @ np.swapaxes(a, -1, -2) + shape[-1] * np.eye(shape[-1])).astype(dtype)
+
+
+def _close(got, want, dtype=np.float64, scale=1.0):
+    tol = TOL[dtype] * scale
+    assert got.shape == want.shape, (got.shape, want.shape)
+    np.testing.assert_allclose(np.asarray(got), want, rtol=tol, atol=tol)
+
+
+# --- values against NumPy ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("shape", SHAPES)
+def test_inv_solve_det_slogdet(shape, dtype):
+    a = _general(shape, dtype)
+    b = _rng(1).standard_normal(shape[:-1] + (2,)).astype(dtype)
+    x = fg.tensor(a)
+    _close(LA.inv(x), np.linalg.inv(a), dtype)
+    _close(LA.solve(x, b), np.linalg.solve(a, b), dtype)
+    _close(LA.det(x), np.linalg.det(a), dtype, scale=10 * abs(np.linalg.det(a)).max())
+    sign, logdet = LA.slogdet(x)
+    want = np.linalg.slogdet(a)
+    _close(sign, want.sign, dtype)
+    _close(logdet, want.logabsdet, dtype, scale=10)
+    assert LA.inv(x).dtype == dtype and LA.det(x).dtype == dtype
+
+
+def test_solve_vector_and_broadcast_batch():
+    a = _general((2, 1, 3, 3))
+    b = _rng(1).standard_normal((4, 3, 2))
+    _close(LA.solve(a, b), np.linalg.solve(a, b))
+    v = _rng(2).standard_normal(3)
+    _close(LA.solve(a[0, 0], v), np.linalg.solve(a[0, 0], v))
+
+
+def test_det_sign_from_pivoting_and_singular():
+    perm = np.array([[0.0, 1.0, 0.0], [0.0, 0.0, 1.0], [1.0, 0.0, 0.0]])
+    _close(LA.det(perm), np.linalg.det(perm))
+    swap = np.array([[0.0, 1.0], [1.0, 0.0]])
+    _close(LA.det(swap), -1.0 * np.ones(()))
+    singular = np.array([[1.0, 2.0], [2.0, 4.0]])
+    assert float(LA.det(singular)) == 0.0
+    assert float(LA.slogdet(singular).logabsdet) == -np.inf
+
+
+def test_int_input_promotes_to_float32():
+    out = LA.inv(np.array([[2, 0], [0, 4]], np.int32))
+    assert out.dtype == np.float32
+    _close(out, np.diag([0.5, 0.25]).astype(np.float32), np.float32)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("shape", SHAPES)
+def test_cholesky_eigh(shape, dtype):
+    a = _spd(shape, dtype)
+    _close(LA.cholesky(a), np.linalg.cholesky(a), dtype, scale=10)
+    _close(LA.cholesky(a, upper=True), np.linalg.cholesky(a, upper=True), dtype, scale=10)
+    w, v = LA.eigh(a)
+    w_np, v_np = np.linalg.eigh(a)
+    _close(w, w_np, dtype, scale=100)
+    # eigenvectors are unique up to sign: compare the reconstruction and |v|
+    _close(fnp.abs(v), np.abs(v_np), dtype, scale=100)
+    _close(LA.eigvalsh(a), w_np, dtype, scale=100)
+
+
+def test_cholesky_not_positive_definite_gives_nan():
+    out = LA.cholesky(np.stack([np.eye(2), -np.eye(2)]))
+    assert np.all(np.isfinite(np.asarray(out[0]))) and np.all(np.isnan(np.asarray(out[1])))
+
+
+def test_eigh_uplo():
+    a = _rng().standard_normal((3, 3))
+    for uplo in ("L", "U"):
+        w = LA.eigh(a, UPLO=uplo, symmetrize_input=False).eigenvalues
+        _close(w, np.linalg.eigvalsh(a, UPLO=uplo))
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("shape", [(4, 3), (3, 4), (3, 3), (2, 5, 3), (2, 1, 3, 5)])
+def test_qr_svd(shape, dtype):
+    a = _rng().standard_normal(shape).astype(dtype)
+    for mode in ("reduced", "complete"):
+        q, r = LA.qr(a, mode=mode)
+        q_np, r_np = np.linalg.qr(a, mode=mode)
+        _close(q, q_np, dtype, scale=10)
+        _close(r, r_np, dtype, scale=10)
+    _close(LA.qr(a, mode="r"), np.linalg.qr(a, mode="r"), dtype, scale=10)
+    for full in (False, True):
+        u, s, vh = LA.svd(a, full_matrices=full)
+        u_np, s_np, vh_np = np.linalg.svd(a, full_matrices=full)
+        _close(s, s_np, dtype, scale=10)
+        k = s_np.shape[-1]
+        u_k, vh_k = np.asarray(u)[..., :, :k], np.asarray(vh)[..., :k, :]
+        recon = (u_k * np.asarray(s)[..., None, :]) @ vh_k
+        _close(recon, a, dtype, scale=10)
+        assert u.shape == u_np.shape and vh.shape == vh_np.shape
+    _close(LA.svd(a, compute_uv=False), np.linalg.svd(a, compute_uv=False), dtype, scale=10)
+    _close(LA.svdvals(a), np.linalg.svd(a, compute_uv=False), dtype, scale=10)
+
+
+@pytest.mark.parametrize("shape", [(4, 3), (3, 4), (2, 3, 3)])
+def test_pinv_matrix_rank_lstsq(shape):
+    a = _rng().standard_normal(shape)
+    _close(LA.pinv(a), np.linalg.pinv(a), scale=100)
+    _close(LA.matrix_rank(a), np.linalg.matrix_rank(a))
+    low_rank = np.outer(np.arange(1.0, 5.0), np.arange(1.0, 4.0))
+    assert int(LA.matrix_rank(low_rank)) == 1
+    if len(shape) == 2:
+        b = _rng(1).standard_normal(shape[0])
+        x, residuals, rank, s = LA.lstsq(a, b)
+        x_np, res_np, rank_np, s_np = np.linalg.lstsq(a, b)
+        _close(x, x_np, scale=100)
+        _close(residuals, res_np, scale=100)
+        assert int(rank) == rank_np
+        _close(s, s_np)
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 3, 5, -1, -2])
+def test_matrix_power(n):
+    a = _general((2, 3, 3)) / 3
+    _close(LA.matrix_power(a, n), np.linalg.matrix_power(a, n), scale=100)
+
+
+def test_multi_dot():
+    xs = [_rng(i).standard_normal(s) for i, s in enumerate([(3,), (3, 4), (4, 2), (2,)])]
+    _close(LA.multi_dot(xs), np.linalg.multi_dot(xs))
+
+
+@pytest.mark.parametrize("ord", [None, 0, 1, 2, 3, 0.5, np.inf, -np.inf])
+@pytest.mark.parametrize("axis", [None, 0, -1])
+@pytest.mark.parametrize("keepdims", [False, True])
+def test_vector_norm(ord, axis, keepdims):
+    x = _rng().standard_normal((3, 4)) if axis is not None else _rng().standard_normal(5)
+    if ord == 0:
+        x[0] = 0.0
+    _close(LA.norm(x, ord, axis, keepdims), np.linalg.norm(x, ord, axis, keepdims))
+
+
+@pytest.mark.parametrize("ord", [None, "fro", "nuc", 1, -1, 2, -2, np.inf, -np.inf])
+@pytest.mark.parametrize("axis", [None, (0, 1), (2, 0), (-1, -2)])
+@pytest.mark.parametrize("keepdims", [False, True])
+def test_matrix_norm(ord, axis, keepdims):
+    x = _rng().standard_normal((3, 4)) if axis is None else _rng().standard_normal((3, 4, 5))
+    _close(LA.norm(x, ord, axis, keepdims), np.linalg.norm(x, ord, axis, keepdims))
+
+
+def test_norm_flattens_and_array_api_norms():
+    x = _rng().standard_normal((2, 3, 4))
+    _close(LA.norm(x), np.linalg.norm(x))
+    _close(LA.norm(x, keepdims=True), np.linalg.norm(x, keepdims=True))
+    _close(LA.vector_norm(x, axis=(0, 2), ord=1), np.sum(np.abs(x), axis=(0, 2)))
+    _close(LA.matrix_norm(x, "nuc"), np.linalg.norm(x, "nuc", axis=(-2, -1)))
+    _close(LA.norm(np.float32([3, 4])), np.float32(5.0), np.float32)
+
+
+# --- errors -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("fn", [LA.inv, LA.det, LA.slogdet, LA.cholesky, LA.eigh])
+def test_non_square_is_a_value_error_naming_the_shape(fn):
+    with pytest.raises(ValueError, match=r"\(3, 4\)"):
+        fn(np.ones((3, 4)))
+
+
+@pytest.mark.parametrize("fn", [LA.qr, LA.svd, LA.pinv])
+def test_vector_input_is_a_value_error(fn):
+    with pytest.raises(ValueError, match=r"\(3,\)"):
+        fn(np.ones(3))
+
+
+def test_bad_arguments():
+    with pytest.raises(ValueError, match="do not align"):
+        LA.solve(np.eye(3), np.ones((4, 2)))
+    with pytest.raises(ValueError, match="mode"):
+        LA.qr(np.eye(2), mode="full")
+    with pytest.raises(ValueError, match="ord"):
+        LA.norm(np.eye(2), ord="bad")
+    with pytest.raises(ValueError, match="1-d or 2-d"):
+        LA.norm(np.ones((2, 2, 2)), ord=1)
+    with pytest.raises(TypeError, match="float16"):
+        lax_linalg.cholesky(fg.tensor(np.eye(2, dtype=np.float16)))
+    with pytest.raises(ValueError, match="triangular_solve"):
+        lax_linalg.triangular_solve(fg.tensor(np.eye(3)), fg.tensor(np.ones((2, 2))),
+                                    left_side=True)
+
+
+# --- primitives ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("left_side", [True, False])
+@pytest.mark.parametrize("lower", [True, False])
+@pytest.mark.parametrize("transpose_a", [True, False])
+@pytest.mark.parametrize("unit_diagonal", [True, False])
+def test_triangular_solve(left_side, lower, transpose_a, unit_diagonal):
+    a = _general((2, 3, 3))
+    b = _rng(1).standard_normal((2, 3, 4) if left_side else (2, 4, 3))
+    params = dict(left_side=left_side, lower=lower, transpose_a=transpose_a,
+                  unit_diagonal=unit_diagonal)
+    x = np.asarray(lax_linalg.triangular_solve(fg.tensor(a), fg.tensor(b), **params))
+    t = np.tril(a) if lower else np.triu(a)
+    if unit_diagonal:
+        t = t - t * np.eye(3) + np.eye(3)
+    op = np.swapaxes(t, -1, -2) if transpose_a else t
+    np.testing.assert_allclose(op @ x if left_side else x @ op, b, atol=1e-10)
+    check_grads(lambda a, b: lax_linalg.triangular_solve(a, b, **params),
+                (fg.tensor(a), fg.tensor(b)), order=2)
+
+
+def test_triangular_solve_zero_pivot_gives_inf_or_nan():
+    a = np.array([[0.0, 0.0], [1.0, 1.0]])
+    x = lax_linalg.triangular_solve(fg.tensor(a), fg.tensor(np.ones((2, 1))), left_side=True,
+                                    lower=True)
+    assert not np.all(np.isfinite(np.asarray(x)))
+
+
+@pytest.mark.parametrize("shape", [(4, 4), (5, 3), (3, 5), (2, 3, 3)])
+def test_lu(shape):
+    a = _rng().standard_normal(shape)
+    lu, pivots, perm = lax_linalg.lu(fg.tensor(a))
+    l, u = lax_linalg.unpack_lu(lu)
+    permuted = np.take_along_axis(a, np.asarray(perm)[..., None], axis=-2)
+    np.testing.assert_allclose(np.asarray(l) @ np.asarray(u), permuted, atol=1e-12)
+    assert pivots.dtype == np.int32 and perm.dtype == np.int32
+    assert pivots.shape == shape[:-2] + (min(shape[-2:]),)
+    # partial pivoting: every multiplier is at most 1 in magnitude
+    assert np.all(np.abs(np.tril(np.asarray(lu), -1)) <= 1 + 1e-12)
+    check_grads(lambda x: lax_linalg.lu(x)[0], (fg.tensor(a),), order=2)
+
+
+# --- derivatives: finite differences, forward and reverse, to second order ----------------
+
+_A = _general((3, 3))
+_B = _rng(1).standard_normal((3, 2))
+_SPD = _spd((3, 3))
+_TALL = _rng(2).standard_normal((4, 3))
+_WIDE = _rng(3).standard_normal((3, 4))
+
+GRAD_CASES = {
+    "inv": (LA.inv, (_A,)),
+    "inv_batched": (LA.inv, (_general((2, 3, 3)),)),
+    "solve": (LA.solve, (_A, _B)),
+    "solve_vector": (LA.solve, (_A, _B[:, 0])),
+    "det": (LA.det, (_A,)),
+    "slogdet": (lambda a: LA.slogdet(a).logabsdet, (_A,)),
+    "cholesky": (LA.cholesky, (_SPD,)),
+    "cholesky_batched": (LA.cholesky, (_spd((2, 3, 3)),)),
+    "eigh": (lambda a: tuple(LA.eigh(a)), (_SPD,)),
+    "eigvalsh": (LA.eigvalsh, (_SPD,)),
+    "qr_tall": (lambda a: tuple(LA.qr(a)), (_TALL,)),
+    "qr_square": (lambda a: tuple(LA.qr(a)), (_A,)),
+    "svd_tall": (lambda a: tuple(LA.svd(a, full_matrices=False)), (_TALL,)),
+    "svd_wide": (lambda a: tuple(LA.svd(a, full_matrices=False)), (_WIDE,)),
+    "svd_square_full": (lambda a: tuple(LA.svd(a)), (_A,)),
+    "svdvals": (LA.svdvals, (_WIDE,)),
+    "pinv": (LA.pinv, (_TALL,)),
+    "norm_fro": (LA.norm, (_A,)),
+    "norm_nuc": (lambda a: LA.norm(a, "nuc"), (_A,)),
+    "norm_2": (lambda a: LA.norm(a, 2), (_A,)),
+    "norm_inf": (lambda a: LA.norm(a, np.inf), (_A,)),
+    "norm_vec_3": (lambda a: LA.norm(a, 3, axis=0), (_A,)),
+    "matrix_power": (lambda a: LA.matrix_power(a, 3), (_A,)),
+    "matrix_power_neg": (lambda a: LA.matrix_power(a, -2), (_A,)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(GRAD_CASES))
+def test_grads(name):
+    fn, args = GRAD_CASES[name]
+    check_grads(fn, tuple(fg.tensor(a) for a in args), order=2)
+
+
+def test_grad_of_logdet_is_inverse_transpose():
+    a = fg.tensor(_A)
+    g = fg.grad(lambda x: LA.slogdet(x).logabsdet)(a)
+    _close(g, np.linalg.inv(_A).T)
+
+
+def test_derivative_limits_raise():
+    with pytest.raises(NotImplementedError, match="qr"):
+        fg.jvp(lambda a: LA.qr(a)[0], (fg.tensor(_WIDE),), (fg.tensor(_WIDE),))
+    with pytest.raises(NotImplementedError, match="full_matrices"):
+        fg.jvp(lambda a: LA.svd(a)[0], (fg.tensor(_TALL),), (fg.tensor(_TALL),))
+
+
+# --- vmap against a Python loop -------------------------------------------------------------
+
+VMAP_CASES = {
+    "inv": (LA.inv, (_general((3, 3, 3)),), 0),
+    "solve": (LA.solve, (_general((3, 3, 3)), _rng(1).standard_normal((3, 3, 2))), 0),
+    "solve_unbatched_b": (LA.solve, (_general((3, 3, 3)), _B), (0, None)),
+    "det_axis1": (LA.det, (np.moveaxis(_general((4, 3, 3)), 0, 1),), 1),
+    "cholesky": (LA.cholesky, (_spd((2, 3, 3)),), 0),
+    "eigh": (lambda a: tuple(LA.eigh(a)), (_spd((2, 3, 3)),), 0),
+    "qr": (lambda a: tuple(LA.qr(a)), (_rng().standard_normal((2, 4, 3)),), 0),
+    "svd": (lambda a: tuple(LA.svd(a)), (_rng().standard_normal((2, 3, 4)),), 0),
+    "norm_nuc": (lambda a: LA.norm(a, "nuc"), (_rng().standard_normal((2, 3, 4)),), 0),
+    "triangular_solve_b_only": (
+        lambda a, b: lax_linalg.triangular_solve(a, b, left_side=True, lower=True),
+        (_A, _rng(1).standard_normal((2, 3, 2))), (None, 0)),
+}
+
+
+def _slice(args, in_axes, i):
+    axes = in_axes if isinstance(in_axes, tuple) else (in_axes,) * len(args)
+    return tuple(a if ax is None else np.take(a, i, axis=ax)
+                 for a, ax in zip(args, axes, strict=True))
+
+
+@pytest.mark.parametrize("name", sorted(VMAP_CASES))
+def test_vmap_matches_loop(name):
+    fn, args, in_axes = VMAP_CASES[name]
+    tensors = tuple(fg.tensor(a) for a in args)
+    got = fg.vmap(fn, in_axes=in_axes)(*tensors)
+    axes = in_axes if isinstance(in_axes, tuple) else (in_axes,) * len(args)
+    size = next(a.shape[ax] for a, ax in zip(args, axes, strict=True) if ax is not None)
+    loop = [fn(*(fg.tensor(a) for a in _slice(args, in_axes, i))) for i in range(size)]
+    got = got if isinstance(got, tuple) else (got,)
+    loop = [r if isinstance(r, tuple) else (r,) for r in loop]
+    for k, out in enumerate(got):
+        _close(out, np.stack([np.asarray(r[k]) for r in loop]))
+
+
+def test_vmap_of_grad():
+    a = _general((2, 3, 3))
+    got = fg.vmap(fg.grad(lambda x: LA.det(x)))(fg.tensor(a))
+    want = np.linalg.det(a)[:, None, None] * np.swapaxes(np.linalg.inv(a), -1, -2)
+    _close(got, want)
