@@ -74,7 +74,9 @@ def device(spec: str | Device = "cpu") -> Device:
     platform, index = match.group(1), int(match.group(2) or 0)
     if platform == "cpu":
         if index != 0:
-            raise ValueError(f"unknown device {spec!r}: there is one CPU device, 'cpu'")
+            raise ValueError(f"unknown device {spec!r}: there is one CPU device, 'cpu'; valid "
+                             f"devices look like 'cpu', 'cuda', 'cuda:N'; available here: "
+                             f"{', '.join(map(str, devices()))}")
         return CPU
     count = _cuda_device_count()
     if count == 0:
@@ -83,5 +85,6 @@ def device(spec: str | Device = "cpu") -> Device:
             "'cuda' extra, `pip install funcgrad[cuda]`, on a machine with an NVIDIA GPU); "
             f"available devices: {', '.join(map(str, devices()))}")
     if index >= count:
-        raise ValueError(f"device {spec!r} does not exist: {count} CUDA device(s) visible")
+        raise ValueError(f"device {spec!r} does not exist: {count} CUDA device(s) visible; "
+                         f"available devices: {', '.join(map(str, devices()))}")
     return Device("cuda", index)

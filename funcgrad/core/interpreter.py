@@ -61,6 +61,9 @@ class EagerInterpreter(Interpreter):
                 weak = weak and arg._weak
             else:
                 values.append(arg)
+                # a raw NumPy constant is strongly typed (as its abstract value says)
+                weak = weak and isinstance(arg, (int, float, complex)) and not isinstance(
+                    arg, (bool, np.generic))
         out = prim.impl(*values, **params)
         if prim.multiple_results:
             results = [wrap(o, weak) for o in out]

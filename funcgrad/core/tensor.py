@@ -214,14 +214,15 @@ def _flatten_list(data):
 
 
 def _only_python_scalars(data) -> bool:
-    return all(isinstance(x, (bool, int, float, complex)) for x in _flatten_list(data))
+    return all(isinstance(x, (bool, int, float, complex)) and not isinstance(x, np.generic)
+               for x in _flatten_list(data))
 
 
 def to_numpy_array(data, dtype=None) -> np.ndarray:
     """Any array-like (Tensor, ndarray, scalar, nested list) to a fresh host array."""
     if isinstance(data, Tensor):
         arr = np.asarray(data)
-    elif isinstance(data, (bool, int, float, complex)):
+    elif isinstance(data, (bool, int, float, complex)) and not isinstance(data, np.generic):
         if dtype is None:
             dtype, _ = dtypes.dtype_and_weak(data)
         arr = np.asarray(data)

@@ -18,8 +18,10 @@ def _shape(shape) -> tuple:
     if isinstance(shape, (int, np.integer)):
         shape = (shape,)
     try:
+        if isinstance(shape, str):
+            raise TypeError
         shape = tuple(int(d) for d in shape)
-    except TypeError:
+    except (TypeError, ValueError):
         raise TypeError(f"shape must be an int or a sequence of ints, got {shape!r}") from None
     if any(d < 0 for d in shape):
         raise ValueError(f"negative dimensions are not allowed: {shape}")
@@ -128,7 +130,11 @@ def arange(start, stop=None, step=None, dtype=None, device=None):
     step = 1 if step is None else _static("arange", step)
     if step == 0:
         raise ValueError("arange: step must not be zero")
-    n = max(0, math.ceil((stop - start) / step))
+    span = (stop - start) / step
+    if not math.isfinite(span):
+        raise ValueError(f"arange: start={start}, stop={stop}, step={step} give no finite "
+                         "number of elements")
+    n = max(0, math.ceil(span))
     if dtype is None:
         dtype = dtypes.result_type(start, stop, step)
     dtype = dtypes.canonicalize(dtype)
@@ -148,6 +154,8 @@ def linspace(start, stop, num: int = 50, endpoint: bool = True, retstep: bool = 
 
     >>> fnp.linspace(0.0, 1.0, 5)
     """
+    if not isinstance(num, (int, np.integer)) or isinstance(num, bool):
+        raise TypeError(f"linspace: num must be an int, got {num!r}")
     if num < 0:
         raise ValueError(f"linspace: num must be non-negative, got {num}")
     start_t, stop_t = asarray(start), asarray(stop)
@@ -207,6 +215,7 @@ def eye(N: int, M: int | None = None, k: int = 0, dtype=None):
     >>> fg.eye(2)
     """
     M = N if M is None else M
+    N, M = _shape((N, M))
     dtype = dtypes.float32 if dtype is None else dtypes.canonicalize(dtype)
     rows = iota(dtypes.int32, (N, M), 0)
     cols = iota(dtypes.int32, (N, M), 1)
@@ -222,6 +231,7 @@ def identity(n: int, dtype=None):
 def tri(N: int, M: int | None = None, k: int = 0, dtype=None):
     """Ones at and below diagonal ``k``, zeros above."""
     M = N if M is None else M
+    N, M = _shape((N, M))
     dtype = dtypes.float32 if dtype is None else dtypes.canonicalize(dtype)
     rows = iota(dtypes.int32, (N, M), 0)
     cols = iota(dtypes.int32, (N, M), 1)

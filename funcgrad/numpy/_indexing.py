@@ -24,10 +24,11 @@ _INT_TYPES = (int, np.integer)
 class _Advanced:
     """An integer-array index entry: its value (Tensor) and the axis it consumes."""
 
-    __slots__ = ("value",)
+    __slots__ = ("value", "mask_shape")
 
-    def __init__(self, value):
+    def __init__(self, value, mask_shape=None):
         self.value = value
+        self.mask_shape = mask_shape  # set on the first column made from a boolean mask
 
 
 def _is_traced(x) -> bool:
@@ -47,15 +48,15 @@ def _expand_entries(index, ndim):
         elif isinstance(item, _INT_TYPES):
             entries.append(int(item))
         elif isinstance(item, (list, tuple, np.ndarray, Tensor)):
-            value = item if isinstance(item, Tensor) else asarray(
-                np.asarray(item) if not isinstance(item, np.ndarray) else item)
+            value = item if isinstance(item, Tensor) else _index_array(item)
             if value.dtype == dtypes.bool_:
                 if _is_traced(value):
                     raise TypeError(
                         "boolean mask indexing needs concrete values: the result's shape "
                         "depends on the mask. Under jit/vmap use fnp.where(mask, x, 0) instead")
-                for col in np.nonzero(np.asarray(value)):
-                    entries.append(_Advanced(asarray(col.astype(np.int32))))
+                for k, col in enumerate(np.nonzero(np.asarray(value))):
+                    entries.append(_Advanced(asarray(col.astype(np.int32)),
+                                             value.shape if k == 0 else None))
                 continue  # a mask consumes value.ndim axes, one index array each
             if value.dtype.kind not in "iu":
                 raise TypeError(f"indices must be integers, slices, None, ... or integer/bool "
@@ -76,6 +77,14 @@ def _expand_entries(index, ndim):
     else:
         entries += fill
     return entries
+
+
+def _index_array(item):
+    """A list or array index as a Tensor; an empty list is an empty integer index (NumPy)."""
+    arr = np.asarray(item)
+    if arr.size == 0 and not isinstance(item, np.ndarray):
+        arr = arr.astype(np.int32)
+    return asarray(arr)
 
 
 def _check_int(i, size, axis):
@@ -128,6 +137,12 @@ def getitem(x, index):
             limits.append(start + (count - 1) * step + 1 if count else 0)
             strides.append(step)
         else:
+            mask_shape = e.mask_shape
+            if mask_shape is not None and x.shape[axis:axis + len(mask_shape)] != mask_shape:
+                got = x.shape[axis:axis + len(mask_shape)]
+                raise IndexError(f"boolean index of shape {mask_shape} does not match the "
+                                 f"indexed dimensions {got} (from axis {axis}) of a tensor of "
+                                 f"shape {x.shape}")
             starts.append(0), limits.append(size), strides.append(1)
         axis += 1
     if reversed_axes:
@@ -266,14 +281,16 @@ def _update(x, index, values, mode):
     values = asarray(values)
     if values.dtype != x.dtype:
         values = ew.convert_element_type(values, x.dtype)
-    try:
-        values = broadcast_to(values, positions.shape) if values.shape != positions.shape \
-            else values
-        if broadcast_shapes("at[]", values.shape, positions.shape) != positions.shape:
-            raise ValueError
-    except ValueError:
-        raise ValueError(f"at[].{mode}: values of shape {values.shape} cannot be broadcast to "
-                         f"the indexed shape {positions.shape}") from None
+    if values.shape != positions.shape:
+        try:
+            fits = (values.ndim <= positions.ndim and broadcast_shapes(
+                "at[]", values.shape, positions.shape) == positions.shape)
+        except ValueError:
+            fits = False
+        if not fits:
+            raise ValueError(f"at[].{mode}: values of shape {values.shape} cannot be broadcast "
+                             f"to the indexed shape {positions.shape}")
+        values = broadcast_to(values, positions.shape)
     flat = st.reshape(x, (x.size,))
     out = ix.scatter(flat, st.reshape(positions, (positions.size, 1)),
                      st.reshape(values, (positions.size,)), (0,), mode)
@@ -293,7 +310,7 @@ def take(x, indices, axis=None, mode=None):
     if axis is None:
         x, axis = st.reshape(x, (x.size,)), 0
     axis = normalize_axis("take", axis, x.ndim)
-    indices = indices if isinstance(indices, Tensor) else asarray(np.asarray(indices))
+    indices = indices if isinstance(indices, Tensor) else _index_array(indices)
     return getitem(x, (slice(None),) * axis + (indices,))
 
 
@@ -304,7 +321,7 @@ def take_along_axis(x, indices, axis):
     >>> fnp.take_along_axis(x, fnp.argsort(x, axis=1), axis=1)
     """
     x = asarray(x)
-    indices = indices if isinstance(indices, Tensor) else asarray(np.asarray(indices))
+    indices = indices if isinstance(indices, Tensor) else _index_array(indices)
     if axis is None:
         x, axis = st.reshape(x, (x.size,)), 0
     if indices.ndim != x.ndim:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from funcgrad.core import dtypes
 from funcgrad.core.prims.dot import dot_general
 from funcgrad.core.prims import structural as st
-from funcgrad.numpy._util import broadcast_shapes, broadcast_to, promote
+from funcgrad.numpy._util import broadcast_shapes, broadcast_to, normalize_axis, promote
 
 
 def matmul(a, b):
@@ -52,12 +52,12 @@ def dot(a, b):
     a, b = promote("dot", a, b)
     if a.ndim == 0 or b.ndim == 0:
         return a * b
-    if b.ndim <= 2:
-        return matmul(a, b)
-    contract_b = b.ndim - 2
+    contract_b = max(b.ndim - 2, 0)
     if a.shape[-1] != b.shape[contract_b]:
         raise ValueError(f"dot: shapes {a.shape} and {b.shape} do not align "
                          f"({a.shape[-1]} != {b.shape[contract_b]})")
+    if b.ndim <= 2:
+        return matmul(a, b)
     return dot_general(a, b, (((a.ndim - 1,), (contract_b,)), ((), ())))
 
 
@@ -108,11 +108,17 @@ def tensordot(a, b, axes=2):
         axes_a = tuple(range(a.ndim - axes, a.ndim))
         axes_b = tuple(range(axes))
     else:
+        if len(axes) != 2:
+            raise ValueError(f"tensordot: axes must be an int or a pair (axes_a, axes_b), "
+                             f"got {axes!r}")
         axes_a, axes_b = axes
         axes_a = (axes_a,) if isinstance(axes_a, int) else tuple(axes_a)
         axes_b = (axes_b,) if isinstance(axes_b, int) else tuple(axes_b)
-        axes_a = tuple(x % a.ndim for x in axes_a)
-        axes_b = tuple(x % b.ndim for x in axes_b)
+        if len(axes_a) != len(axes_b):
+            raise ValueError(f"tensordot: axes {axes_a} and {axes_b} pair up unequal numbers "
+                             "of axes")
+        axes_a = tuple(normalize_axis("tensordot", x, a.ndim) for x in axes_a)
+        axes_b = tuple(normalize_axis("tensordot", x, b.ndim) for x in axes_b)
     for x, y in zip(axes_a, axes_b):
         if a.shape[x] != b.shape[y]:
             raise ValueError(f"tensordot: shapes {a.shape} and {b.shape} do not align on axes "

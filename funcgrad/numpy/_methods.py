@@ -140,8 +140,27 @@ _METHODS = {
 }
 
 
+_UNARY_OPERATORS = ("__neg__", "__pos__", "__abs__", "__invert__", "__getitem__")
+_OPERAND_TYPES = (Tensor, np.ndarray, np.generic, bool, int, float, complex, list, tuple)
+
+
+def _defer_unknown(fn):
+    """Return NotImplemented for operands that are not array-like (None, strings, other
+    objects), so Python tries the other side and ``t == None`` is False, as in JAX."""
+
+    def op(self, other):
+        if not isinstance(other, _OPERAND_TYPES) and not hasattr(other, "__array__"):
+            return NotImplemented
+        return fn(self, other)
+
+    op.__name__ = getattr(fn, "__name__", "op")
+    return op
+
+
 def _install():
-    for name, fn in {**_OPERATORS, **_METHODS}.items():
+    for name, fn in _OPERATORS.items():
+        setattr(Tensor, name, fn if name in _UNARY_OPERATORS else _defer_unknown(fn))
+    for name, fn in _METHODS.items():
         setattr(Tensor, name, fn)
     Tensor.T = property(lambda self: fnp.transpose(self))
     Tensor.mT = property(lambda self: fnp.swapaxes(self, -1, -2))

@@ -173,6 +173,8 @@ def var(x, axis=None, dtype=None, ddof: int = 0, keepdims: bool = False):
 
 def std(x, axis=None, dtype=None, ddof: int = 0, keepdims: bool = False):
     """Standard deviation over ``axis`` (square root of ``var``)."""
+    x = asarray(x)
+    normalize_axes("std", axis, x.ndim)  # so a bad axis is reported as std's
     return elt.sqrt(var(x, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims))
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import builtins
+import operator
 
 import numpy as np
 
@@ -21,7 +22,10 @@ from funcgrad.numpy._util import broadcast_to as _broadcast_to
 def _resolve_shape(name, shape, size):
     if isinstance(shape, (int, np.integer)):
         shape = (shape,)
-    shape = [int(d) for d in shape]
+    try:
+        shape = [operator.index(d) for d in shape]
+    except TypeError:
+        raise TypeError(f"{name}: shape must be a sequence of ints, got {tuple(shape)}") from None
     unknown = [i for i, d in enumerate(shape) if d == -1]
     if len(unknown) > 1:
         raise ValueError(f"{name}: can only specify one unknown dimension (-1), got {shape}")
@@ -246,7 +250,9 @@ def split(x, indices_or_sections, axis: int = 0):
                              "equal sections (use array_split)")
         bounds = [i * (n // sections) for i in range(sections + 1)]
     else:
-        bounds = [0, *[builtins.min(builtins.max(int(i), 0), n) for i in indices_or_sections], n]
+        # NumPy slices x[lo:hi] between the indices, so negative ones count from the end
+        bounds = [0, *[builtins.min(builtins.max(int(i) + n if int(i) < 0 else int(i), 0), n)
+                       for i in indices_or_sections], n]
     return [_take_range(x, axis, lo, builtins.max(lo, hi)) for lo, hi in zip(bounds, bounds[1:])]
 
 
@@ -297,6 +303,9 @@ def roll(x, shift, axis=None):
     axes = [normalize_axis("roll", a, x.ndim) for a in np.atleast_1d(axis).tolist()]
     if len(shifts) == 1:
         shifts = shifts * len(axes)
+    if len(shifts) != len(axes):
+        raise ValueError(f"roll: {len(shifts)} shifts {tuple(shifts)} for {len(axes)} axes "
+                         f"{tuple(axes)}; pass one shift per axis")
     for s, a in zip(shifts, axes):
         n = x.shape[a]
         if n == 0:
@@ -328,6 +337,8 @@ def tile(x, reps):
     """
     x = asarray(x)
     reps = (reps,) if isinstance(reps, int) else tuple(reps)
+    if builtins.any(r < 0 for r in reps):
+        raise ValueError(f"tile: reps must be non-negative, got {reps}")
     ndim = builtins.max(x.ndim, len(reps))
     reps = (1,) * (ndim - len(reps)) + reps
     x = st.reshape(x, (1,) * (ndim - x.ndim) + x.shape)
@@ -349,6 +360,8 @@ def repeat(x, repeats, axis=None):
     axis = normalize_axis("repeat", axis, x.ndim)
     if isinstance(repeats, (int, np.integer)):
         r = int(repeats)
+        if r < 0:
+            raise ValueError(f"repeat: repeats must be non-negative, got {r}")
         shape = x.shape[: axis + 1] + (r,) + x.shape[axis + 1:]
         dims = tuple(i if i <= axis else i + 1 for i in range(x.ndim))
         expanded = st.broadcast_in_dim(x, shape, dims)
@@ -356,6 +369,8 @@ def repeat(x, repeats, axis=None):
         out[axis] *= r
         return st.reshape(expanded, out)
     counts = np.asarray(repeats)
+    if counts.size and counts.min() < 0:
+        raise ValueError(f"repeat: repeats must be non-negative, got {repeats}")
     if counts.shape != (x.shape[axis],):
         raise ValueError(f"repeat: repeats of shape {counts.shape} must match axis size "
                          f"{x.shape[axis]}")
@@ -373,7 +388,12 @@ def pad(x, pad_width, mode: str = "constant", constant_values=0):
     >>> fnp.pad(fg.tensor([1.0, 2.0]), 1)
     """
     x = asarray(x)
-    widths = np.broadcast_to(np.asarray(pad_width, dtype=np.int64), (x.ndim, 2)).tolist()
+    try:
+        widths = np.broadcast_to(np.asarray(pad_width, dtype=np.int64), (x.ndim, 2)).tolist()
+    except (ValueError, TypeError):
+        raise ValueError(f"pad: pad_width {pad_width!r} does not fit a tensor of shape "
+                         f"{x.shape}; pass an int, a (before, after) pair, or one pair per "
+                         "axis") from None
     if builtins.any(w < 0 for pair in widths for w in pair):
         raise ValueError(f"pad: pad_width must be non-negative, got {pad_width}")
     if mode not in _PAD_MODES:

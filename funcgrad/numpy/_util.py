@@ -6,6 +6,7 @@ import numpy as np
 
 from funcgrad.core import dtypes
 from funcgrad.core import interpreter as _interp
+from funcgrad.core.abstract import ShapedArray
 from funcgrad.core.config import config
 from funcgrad.core.prims import elementwise as ew
 from funcgrad.core.prims.structural import broadcast_in_dim
@@ -102,7 +103,11 @@ def apply_elementwise(name: str, prim, *tensors: Tensor) -> Tensor:
     shape = first if same else broadcast_shapes(name, *shapes)
     if _interp.current() is _interp.EAGER and all(type(t) is Tensor for t in tensors):
         weak = prim.keeps_weak and all(t._weak for t in tensors)
-        out = prim.impl(*(t._buf for t in tensors))
+        try:
+            out = prim.impl(*(t._buf for t in tensors))
+        except TypeError:
+            _check_rule(name, prim, tensors, shape)  # raises the rule's clear error
+            raise
         if type(out) is not np.ndarray:
             out = np.asarray(out)
         if out.shape != shape:  # a 0-d input and NumPy's scalar results
@@ -110,10 +115,29 @@ def apply_elementwise(name: str, prim, *tensors: Tensor) -> Tensor:
         result = wrap(out, weak)
         if config.debug_nans:
             _interp._check_nans(prim, result)
+        if config.check_avals:
+            want = _check_rule(name, prim, tensors, shape)
+            if want.shape != result.shape or want.dtype != result.dtype:
+                raise AssertionError(f"primitive '{prim.name}': NumPy impl gave "
+                                     f"{result.aval}, shape rule says {want}")
         return result
     if not same:
         tensors = [broadcast_to(t, shape) for t in tensors]
     return prim.bind(*tensors)
+
+
+def _check_rule(name: str, prim, tensors, shape):
+    """The primitive's shape/dtype rule on the broadcast operands; its errors name ``name``."""
+    avals = [ShapedArray(shape, t.dtype, t.weak_type) for t in tensors]
+    if prim is ew.select_n_p:  # the selector keeps its own dtype
+        avals[0] = ShapedArray(shape, tensors[0].dtype)
+    try:
+        return prim.abstract_eval(*avals)
+    except TypeError as err:
+        message = str(err)
+        if not message.startswith(name + ":"):
+            message = f"{name}: {message}"
+        raise TypeError(message) from None
 
 
 def normalize_axis(name: str, axis: int, ndim: int) -> int:

@@ -529,12 +529,12 @@ def _select_n_batch(axis_size, args, dims):
         # a scalar selector stays scalar: batch only the cases
         cases = _elementwise_batch(_PseudoSelect(which))(axis_size, args[1:], dims[1:])
         return cases
-    if which.ndim == 0 and wdim is not None:
-        # a batched scalar selector must broadcast to the case shape first
+    case_shape = next(a.shape if d is None else a.shape[:d] + a.shape[d + 1:]
+                      for a, d in zip(args[1:], dims[1:]))
+    if wdim is not None and which.ndim == 1 and case_shape:
+        # a batched scalar selector (shape (B,)) must broadcast to the case shape first
         from funcgrad.core.prims.structural import broadcast_in_dim
 
-        case_shape = next(a.shape if d is None else a.shape[:d] + a.shape[d + 1:]
-                          for a, d in zip(args[1:], dims[1:]))
         which = broadcast_in_dim(which, (axis_size,) + case_shape, (0,))
         wdim = 0
     return _elementwise_batch(select_n_p)(axis_size, [which, *args[1:]], [wdim, *dims[1:]])

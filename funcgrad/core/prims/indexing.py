@@ -19,6 +19,7 @@ from funcgrad.core.prims import elementwise as ew
 from funcgrad.core.prims.structural import (
     broadcast_in_dim,
     concatenate,
+    full,
     iota,
     moveaxis,
     reshape,
@@ -175,9 +176,14 @@ def _scatter_jvp(primals, tangents, *, axes, mode):
     if mode in ("set", "add"):
         return out, scatter(g_op, indices, g_up, axes, mode)
     if mode == "mul":
+        total = scatter(g_op, indices, updates, axes, "mul")
         if tangents[2] is not None:
-            raise NotImplementedError("scatter mul: derivative with respect to the updates")
-        return out, scatter(g_op, indices, updates, axes, "mul")
+            # out[p] = x[p] * prod_j u_j over the updates j landing on p, so
+            # d out[p] = x[p] * sum_j g_j * prod_{k != j} u_k (no division: zeros are fine)
+            others = _product_of_colliding_others(indices, updates)
+            zeros = zeros_like(operand)
+            total = total + operand * scatter(zeros, indices, g_up * others, axes, "add")
+        return out, total
     # min / max: the tangent comes from whichever value won, shared evenly among ties
     one_op = ew.convert_element_type(ew.eq(out, operand), operand.dtype)
     won = ew.convert_element_type(ew.eq(updates, gather(out, indices, axes)), operand.dtype)
@@ -186,7 +192,39 @@ def _scatter_jvp(primals, tangents, *, axes, mode):
     return out, total / count
 
 
+def _product_of_colliding_others(indices, updates):
+    """For each update, the product of the *other* updates written to the same position
+    (1 where none): exact with zero updates.  Indices known to be unique skip the O(n^2)
+    pairwise comparison."""
+    from funcgrad.core.tensor import Tensor
+
+    batch = indices.shape[:-1]
+    n = int(np.prod(batch, dtype=np.int64))
+    if type(indices) is Tensor:
+        flat = np.asarray(indices._buf).reshape(n, -1)
+        if len({tuple(row) for row in flat.tolist()}) == n:
+            return full(updates.shape, 1, updates.dtype)
+    from funcgrad.core.prims.reductions import reduce_and, reduce_prod
+
+    rest = updates.shape[len(batch):]
+    idx = reshape(indices, (n, indices.shape[-1]))
+    same = reduce_and(ew.eq(broadcast_in_dim(idx, (n, n, idx.shape[1]), (0, 2)),
+                            broadcast_in_dim(idx, (n, n, idx.shape[1]), (1, 2))), (2,))
+    other = ew.and_p.bind(same, ew.ne(iota(dtypes.int32, (n, n), 0), iota(dtypes.int32, (n, n), 1)))
+    ups = reshape(updates, (n, *rest))
+    grid = (n, n, *rest)
+    tail = tuple(range(2, 2 + len(rest)))
+    picked = ew.select_n(broadcast_in_dim(other, grid, (0, 1)),
+                         full(grid, 1, updates.dtype),
+                         broadcast_in_dim(ups, grid, (1, *tail)))
+    return reshape(reduce_prod(picked, (1,)), updates.shape)
+
+
 def _scatter_transpose(ct, operand, indices, updates, *, axes, mode):
+    if mode == "mul" and is_undefined(operand) and not is_undefined(updates) \
+            and not is_undefined(indices):
+        # linear in the operand: a diagonal scaling by the product of the updates (self-adjoint)
+        return [None if ct is None else scatter(ct, indices, updates, axes, "mul"), None, None]
     if mode not in ("set", "add") or is_undefined(indices):
         raise TypeError(f"scatter {mode}: not linear")
     if ct is None:

@@ -302,11 +302,22 @@ def _pad_transpose(ct, x, value, *, padding_config):
 
 def _pad_batch(axis_size, args, dims, *, padding_config):
     x, value = args
-    if dims[1] is not None:
-        # a batched padding value: pad with zeros, then select per batch element
-        raise NotImplementedError("vmap of pad with a batched padding value")
-    x = _move_to_front(x, dims[0])
-    return pad(x, value, ((0, 0, 0), *padding_config)), 0
+    if dims[0] is None:
+        x = broadcast_in_dim(x, (axis_size, *x.shape), tuple(range(1, x.ndim + 1)))
+    else:
+        x = _move_to_front(x, dims[0])
+    config = ((0, 0, 0), *padding_config)
+    if dims[1] is None:
+        return pad(x, value, config), 0
+    # a batched padding value (shape (B,)): pad with zeros, then fill the padding positions
+    # (marked by padding an all-false mask with true) with each example's value
+    from funcgrad.core.prims.elementwise import select_n
+
+    zero = np.zeros((), x.dtype)
+    padded = pad(x, zero, config)
+    is_pad = pad(full(x.shape, False, np.bool_), np.ones((), np.bool_), config)
+    fill = broadcast_in_dim(value, padded.shape, (0,))
+    return select_n(is_pad, padded, fill), 0
 
 
 pad_p.impl = _pad_impl

@@ -1,0 +1,177 @@
+"""Creation functions against NumPy: zeros/ones/full/empty(+_like), arange, linspace, eye,
+tri, meshgrid; default dtypes as JAX's (float32 and int32)."""
+
+import numpy as np
+import pytest
+
+import funcgrad as fg
+import funcgrad.numpy as fnp
+
+
+def _check(got, expected, rtol=0, atol=0):
+    assert isinstance(got, fg.Tensor)
+    expected = np.asarray(expected)
+    assert got.shape == expected.shape, (got.shape, expected.shape)
+    assert got.dtype == expected.dtype, (got.dtype, expected.dtype)
+    np.testing.assert_allclose(np.asarray(got), expected, rtol=rtol, atol=atol)
+
+
+SHAPES = [(), 0, 3, (2, 3), (2, 0, 4), [1, 2]]
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=str)
+@pytest.mark.parametrize("dtype", [None, "float64", "int32", "int8", "bool", "bfloat16",
+                                   "complex64"])
+def test_zeros_ones_empty_full(shape, dtype):
+    default = np.float32 if dtype is None else fg.zeros((), dtype=dtype).dtype
+    for fg_fn, np_fn in ((fg.zeros, np.zeros), (fg.ones, np.ones), (fnp.zeros, np.zeros)):
+        _check(fg_fn(shape, dtype=dtype), np_fn(shape, dtype=default))
+    assert fg.empty(shape, dtype=dtype).shape == np.empty(shape).shape
+    assert fg.empty(shape, dtype=dtype).dtype == default
+    int_default = np.int32 if dtype is None else default
+    _check(fg.full(shape, 3, dtype=dtype), np.full(shape, 3, dtype=int_default))
+
+
+def test_full_infers_dtype_from_value():
+    assert fg.full((2,), 1.5).dtype == fg.float32
+    assert fg.full((2,), 7).dtype == fg.int32
+    assert fg.full((2,), True).dtype == fg.bool_
+    assert fg.full((2,), 1j).dtype == fg.complex64
+    assert fg.full((2,), np.float64(1.5)).dtype == fg.float64
+    assert fg.full((2,), fg.tensor(2, dtype=fg.int8)).dtype == fg.int8
+    _check(fg.full((2, 3), fg.tensor([1.0, 2.0, 3.0])), np.full((2, 3), [1.0, 2.0, 3.0],
+                                                                np.float32))
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.int8, np.bool_, np.float32])
+def test_like_functions(dtype):
+    x = np.arange(6).reshape(2, 3).astype(dtype)
+    t = fg.tensor(x)
+    _check(fg.zeros_like(t), np.zeros_like(x))
+    _check(fg.ones_like(t), np.ones_like(x))
+    _check(fg.full_like(t, 1), np.full_like(x, 1))
+    assert fg.empty_like(t).shape == x.shape and fg.empty_like(t).dtype == x.dtype
+    _check(fg.zeros_like(t, dtype=fg.float16), np.zeros_like(x, dtype=np.float16))
+    _check(fnp.ones_like(x, shape=(4,)), np.ones((4,), dtype))
+    _check(fg.zeros_like(x), np.zeros_like(x))  # a NumPy array works too
+
+
+def test_bad_shapes():
+    with pytest.raises(ValueError, match="negative"):
+        fg.zeros((2, -1))
+    with pytest.raises(TypeError, match="shape"):
+        fg.ones("abc")
+    with pytest.raises(ValueError, match="valid dtypes"):
+        fg.zeros(2, dtype="float8")
+
+
+@pytest.mark.parametrize("args", [(5,), (0,), (2, 7), (7, 2), (2, 10, 3), (10, 2, -3),
+                                  (-5, 5, 2), (3, 3)])
+def test_arange_ints_are_int32(args):
+    _check(fg.arange(*args), np.arange(*args).astype(np.int32))
+    _check(fnp.arange(*args), np.arange(*args).astype(np.int32))
+
+
+@pytest.mark.parametrize("args", [(5.0,), (0.5, 3.0), (0, 1, 0.1), (1.0, 0.0, -0.25),
+                                  (0, 2.5), (-1, 1, 0.3)])
+def test_arange_floats_are_float32(args):
+    _check(fg.arange(*args), np.arange(*args).astype(np.float32), rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "int8", "float16", "int64", "uint8"])
+def test_arange_dtype(dtype):
+    _check(fg.arange(0, 10, 2, dtype=dtype), np.arange(0, 10, 2, dtype=dtype))
+    _check(fg.arange(0.5, 4.0, dtype="float64"), np.arange(0.5, 4.0, dtype=np.float64))
+
+
+def test_arange_errors_and_tensor_args():
+    with pytest.raises(ValueError, match="step"):
+        fg.arange(0, 5, 0)
+    _check(fg.arange(fg.tensor(3)), np.arange(3).astype(np.int32))
+
+
+@pytest.mark.parametrize("start,stop,num,endpoint", [
+    (0.0, 1.0, 5, True), (0.0, 1.0, 5, False), (-2.0, 3.0, 1, True), (1.0, 0.0, 7, True),
+    (0.0, 1.0, 0, True), (0, 10, 11, True), (2.0, 2.0, 3, True), (0.0, 1.0, 2, False),
+])
+def test_linspace(start, stop, num, endpoint):
+    expected = np.linspace(start, stop, num, endpoint=endpoint).astype(np.float32)
+    _check(fg.linspace(start, stop, num, endpoint=endpoint), expected, rtol=1e-6, atol=1e-6)
+    got64 = fg.linspace(start, stop, num, endpoint=endpoint, dtype="float64")
+    _check(got64, np.linspace(start, stop, num, endpoint=endpoint), rtol=1e-14, atol=1e-14)
+
+
+def test_linspace_endpoint_is_exact_and_retstep():
+    out = fg.linspace(0.0, 0.3, 7)
+    assert out[-1].item() == np.float32(0.3)
+    out, step = fg.linspace(0.0, 1.0, 5, retstep=True)
+    np.testing.assert_allclose(np.asarray(step), 0.25)
+    assert fg.linspace(0.0, 1.0).shape == (50,)
+
+
+def test_linspace_vector_endpoints_and_int_dtype():
+    start, stop = np.array([0.0, 1.0]), np.array([1.0, 3.0])
+    _check(fg.linspace(fg.tensor(start), fg.tensor(stop), 4),
+           np.linspace(start, stop, 4), rtol=1e-14)
+    _check(fg.linspace(fg.tensor(start), fg.tensor(stop), 4, axis=1),
+           np.linspace(start, stop, 4, axis=1), rtol=1e-14)
+    _check(fg.linspace(0, 10, 4, dtype="int32"), np.linspace(0, 10, 4, dtype=np.int32))
+    _check(fg.linspace(-5, 5, 4, dtype="int32"), np.linspace(-5, 5, 4, dtype=np.int32))
+    with pytest.raises(ValueError, match="num"):
+        fg.linspace(0.0, 1.0, -1)
+
+
+@pytest.mark.parametrize("n,m,k", [(3, None, 0), (3, 4, 0), (4, 2, 1), (3, 3, -1), (3, 3, 5),
+                                   (0, None, 0), (2, 3, -2)])
+def test_eye_and_tri(n, m, k):
+    _check(fg.eye(n, m, k), np.eye(n, m, k, dtype=np.float32))
+    _check(fg.eye(n, m, k, dtype="int32"), np.eye(n, m, k, dtype=np.int32))
+    _check(fnp.tri(n, m, k), np.tri(n, m, k, dtype=np.float32))
+    _check(fnp.tri(n, m, k, dtype=fg.bool_), np.tri(n, m, k, dtype=bool))
+
+
+def test_identity():
+    _check(fnp.identity(3, dtype="float64"), np.identity(3))
+
+
+@pytest.mark.parametrize("indexing", ["xy", "ij"])
+def test_meshgrid(indexing):
+    xs = [np.arange(3.0), np.arange(4.0) * 2, np.arange(2.0) - 1]
+    for count in (1, 2, 3):
+        got = fnp.meshgrid(*[fg.tensor(x) for x in xs[:count]], indexing=indexing)
+        expected = np.meshgrid(*xs[:count], indexing=indexing)
+        assert len(got) == len(expected)
+        for g, e in zip(got, expected, strict=True):
+            _check(g, e)
+
+
+def test_logspace():
+    _check(fnp.logspace(0.0, 2.0, 3), np.logspace(0.0, 2.0, 3).astype(np.float32), rtol=1e-6)
+
+
+def test_array_and_asarray_aliases():
+    assert fg.asarray is fg.tensor
+    _check(fnp.array([1, 2]), np.array([1, 2], np.int32))
+    _check(fnp.asarray(np.arange(3.0)), np.arange(3.0))
+    _check(fnp.asarray([1, 2], dtype="float64"), np.array([1.0, 2.0]))
+
+
+def test_creation_on_a_device():
+    assert fg.zeros(2, device="cpu").device == fg.device("cpu")
+    assert fg.ones(2, device=fg.device("cpu")).device == fg.device("cpu")
+    assert fg.arange(3, device="cpu").device == fg.device("cpu")
+    with pytest.raises(ValueError, match="unknown device"):
+        fg.zeros(2, device="tpu")
+
+
+def test_bad_arguments_are_clear_errors():
+    with pytest.raises(ValueError, match="negative dimensions"):
+        fg.eye(-1)
+    with pytest.raises(ValueError, match="negative dimensions"):
+        fnp.tri(2, -3)
+    with pytest.raises(TypeError, match="linspace: num must be an int"):
+        fg.linspace(0.0, 1.0, 2.5)
+    with pytest.raises(ValueError, match="arange"):
+        fg.arange(float("inf"))
+    with pytest.raises(TypeError, match="shape"):
+        fg.zeros(2.5)

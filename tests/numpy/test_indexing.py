@@ -1,0 +1,239 @@
+"""Indexing against NumPy: hypothesis-generated basic and advanced indices, take,
+take_along_axis, sort/argsort, nonzero, searchsorted, unique, and `.at[]` with the same
+indices."""
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as hs
+from hypothesis.extra import numpy as hnp
+
+import funcgrad as fg
+import funcgrad.numpy as fnp
+from funcgrad.core.prims import indexing as ix
+
+
+def _check(got, expected):
+    assert isinstance(got, fg.Tensor)
+    expected = np.asarray(expected)
+    assert got.shape == expected.shape, (got.shape, expected.shape)
+    assert got.dtype == expected.dtype, (got.dtype, expected.dtype)
+    np.testing.assert_array_equal(np.asarray(got), expected)
+
+
+@hs.composite
+def _index_for(draw, shape, allow_arrays=True):
+    """A NumPy index for ``shape``: ints, slices (any step), None, Ellipsis, int arrays."""
+    items = []
+    dims = list(shape)
+    use_ellipsis = draw(hs.booleans())
+    consumed = draw(hs.integers(0, len(dims)))
+    if use_ellipsis:
+        # the ellipsis stands for some of the middle axes
+        before = draw(hs.integers(0, consumed))
+        axes = list(range(before)) + list(range(len(dims) - (consumed - before), len(dims)))
+    else:
+        before = None
+        axes = list(range(consumed))
+    array_shape = draw(hnp.array_shapes(min_dims=0, max_dims=2, min_side=1, max_side=3))
+    for k, axis in enumerate(axes):
+        if use_ellipsis and k == before:
+            items.append(Ellipsis)
+        while draw(hs.integers(0, 4)) == 0:
+            items.append(None)
+        size = dims[axis]
+        kinds = ["slice"]
+        if size > 0:
+            kinds += ["int"] + (["array"] if allow_arrays else [])
+        kind = draw(hs.sampled_from(kinds))
+        if kind == "int":
+            items.append(draw(hs.integers(-size, size - 1)))
+        elif kind == "slice":
+            bound = hs.none() | hs.integers(-size - 2, size + 2)
+            step = draw(hs.none() | hs.integers(-3, 3).filter(lambda s: s != 0))
+            items.append(slice(draw(bound), draw(bound), step))
+        else:
+            items.append(draw(hnp.arrays(np.int32, array_shape,
+                                         elements=hs.integers(-size, size - 1))))
+    if use_ellipsis and before == len(axes):
+        items.append(Ellipsis)
+    if draw(hs.booleans()):
+        items.append(None)
+    return tuple(items)
+
+
+@hs.composite
+def _array_and_index(draw, allow_arrays=True):
+    shape = draw(hnp.array_shapes(min_dims=0, max_dims=4, min_side=0, max_side=4))
+    x = np.arange(int(np.prod(shape)), dtype=np.float32).reshape(shape)
+    return x, draw(_index_for(shape, allow_arrays))
+
+
+@given(case=_array_and_index(allow_arrays=False))
+def test_basic_indexing_matches_numpy(case):
+    x, index = case
+    _check(fg.tensor(x)[index], x[index])
+
+
+@given(case=_array_and_index(), as_tensors=hs.booleans())
+def test_mixed_indexing_matches_numpy(case, as_tensors):
+    x, index = case
+    expected = x[index]
+    if as_tensors:
+        index = tuple(fg.tensor(i) if isinstance(i, np.ndarray) else i for i in index)
+    _check(fg.tensor(x)[index], expected)
+
+
+@given(case=_array_and_index(), mode=hs.sampled_from(["set", "add", "max"]))
+def test_at_update_with_generated_indices(case, mode):
+    x, index = case
+    selected = x[index]
+    values = -np.arange(selected.size, dtype=np.float32).reshape(selected.shape) - 1
+    got = getattr(fg.tensor(x).at[index], mode)(fg.tensor(values))
+    expected = x.copy()
+    if mode == "set":
+        # with repeated positions NumPy's last write wins; funcgrad's order is unspecified,
+        # so check that every selected position got one of its values
+        positions = np.arange(x.size).reshape(x.shape)[index].ravel()
+        got_flat = np.asarray(got).ravel()
+        for p in set(positions.tolist()):
+            assert got_flat[p] in values.ravel()[positions == p]
+        untouched = np.setdiff1d(np.arange(x.size), positions)
+        np.testing.assert_array_equal(got_flat[untouched], x.ravel()[untouched])
+        return
+    ufunc = {"add": np.add, "max": np.maximum}[mode]
+    ufunc.at(expected, index, values)
+    _check(got, expected)
+
+
+@given(shape=hnp.array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=4), data=hs.data())
+def test_boolean_masks_match_numpy(shape, data):
+    x = np.arange(int(np.prod(shape)), dtype=np.float64).reshape(shape)
+    k = data.draw(hs.integers(1, len(shape)))
+    lead = data.draw(hs.integers(0, len(shape) - k))
+    mask = data.draw(hnp.arrays(np.bool_, shape[lead:lead + k]))
+    index = (slice(None),) * lead + (mask,)
+    _check(fg.tensor(x)[index], x[index])
+    _check(fg.tensor(x)[(slice(None),) * lead + (fg.tensor(mask),)], x[index])
+
+
+# --- take / take_along_axis -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("axis", [None, 0, 1, -1])
+@pytest.mark.parametrize("indices", [[0, 2, 1], [[1, 0], [-1, 2]], 1, [], np.array([-2])],
+                         ids=str)
+def test_take(axis, indices):
+    x = np.random.default_rng(0).standard_normal((3, 4))
+    _check(fnp.take(fg.tensor(x), indices, axis=axis), np.take(x, indices, axis=axis))
+    if not isinstance(indices, int):
+        t_idx = fg.tensor(np.asarray(indices, dtype=np.int32))
+        _check(fnp.take(fg.tensor(x), t_idx, axis=axis), np.take(x, indices, axis=axis))
+
+
+def test_take_out_of_range_is_index_error():
+    with pytest.raises(IndexError, match="axis 0 with size 3"):
+        fnp.take(fg.tensor([1.0, 2.0, 3.0]), [3])
+
+
+@pytest.mark.parametrize("shape,axis", [((3, 4), 0), ((3, 4), 1), ((3, 4), -1), ((2, 3, 4), 1),
+                                        ((5,), 0), ((3, 4), None)])
+def test_take_along_axis(shape, axis):
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal(shape)
+    if axis is None:
+        idx = rng.integers(0, x.size, (7,))
+    else:
+        idx_shape = list(shape)
+        idx_shape[axis] = 3
+        idx = rng.integers(-shape[axis], shape[axis], idx_shape)
+    _check(fnp.take_along_axis(fg.tensor(x), fg.tensor(idx.astype(np.int32)), axis),
+           np.take_along_axis(x, idx, axis))
+
+
+def test_take_along_axis_broadcasts_and_checks_rank():
+    x = np.arange(12.0).reshape(3, 4)
+    idx = np.array([[0, 3]])
+    _check(fnp.take_along_axis(fg.tensor(x), idx, 1), np.take_along_axis(x, idx, 1))
+    with pytest.raises(ValueError, match="rank"):
+        fnp.take_along_axis(fg.tensor(x), np.array([0]), 1)
+
+
+# --- sort / argsort -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("shape", [(0,), (6,), (3, 4), (2, 3, 5), (4, 1)], ids=str)
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int32, np.uint8, np.bool_])
+def test_sort_and_argsort(shape, dtype):
+    rng = np.random.default_rng(2)
+    x = rng.integers(0, 4, shape).astype(dtype)  # many ties: argsort must be stable
+    for axis in [None] + list(range(-len(shape), len(shape))):
+        _check(fnp.sort(fg.tensor(x), axis=axis), np.sort(x, axis=axis))
+        _check(fnp.argsort(fg.tensor(x), axis=axis),
+               np.argsort(x, axis=axis, kind="stable").astype(np.int32))
+
+
+def test_sort_nans_last_and_descending():
+    x = np.array([3.0, np.nan, -1.0, 2.0, np.nan])
+    _check(fnp.sort(fg.tensor(x)), np.sort(x))
+    _check(fnp.argsort(fg.tensor(x)), np.argsort(x, kind="stable").astype(np.int32))
+    y = np.array([1.0, 3.0, 2.0, 3.0])
+    _check(fnp.sort(fg.tensor(y), descending=True), np.sort(y)[::-1])
+    # a stable descending argsort keeps equal elements in their original order
+    _check(fnp.argsort(fg.tensor(y), descending=True), np.array([1, 3, 2, 0], np.int32))
+    _check(fnp.argsort(fg.tensor(np.array([1, 3, 2, 3], np.uint8)), descending=True),
+           np.array([1, 3, 2, 0], np.int32))
+
+
+def test_sort_0d():
+    _check(fnp.sort(fg.tensor(np.float64(3.0))), np.float64(3.0))
+    _check(fnp.argsort(fg.tensor(np.float64(3.0))), np.int32(0))
+
+
+# --- nonzero, searchsorted, unique --------------------------------------------------------
+
+
+@pytest.mark.parametrize("x", [np.array([0, 3, 0, 4]), np.array([[1.0, 0.0], [0.0, 2.0]]),
+                               np.zeros((2, 0)), np.array([True, False])], ids=str)
+def test_nonzero_family(x):
+    got = fnp.nonzero(fg.tensor(x))
+    expected = np.nonzero(x)
+    assert len(got) == len(expected)
+    for g, e in zip(got, expected, strict=True):
+        _check(g, e.astype(np.int32))
+    _check(fnp.argwhere(fg.tensor(x)), np.argwhere(x).astype(np.int32))
+    _check(fnp.flatnonzero(fg.tensor(x)), np.flatnonzero(x).astype(np.int32))
+
+
+@pytest.mark.parametrize("side", ["left", "right"])
+def test_searchsorted(side):
+    a = np.array([1.0, 2.0, 2.0, 3.5, 7.0])
+    v = np.array([[0.0, 2.0], [3.5, 9.0]])
+    _check(fnp.searchsorted(fg.tensor(a), fg.tensor(v), side=side),
+           np.searchsorted(a, v, side=side).astype(np.int32))
+    _check(fnp.searchsorted(fg.tensor(a), 2.0, side=side),
+           np.int32(np.searchsorted(a, 2.0, side=side)))
+
+
+def test_unique():
+    x = np.array([3, 1, 2, 3, 1, 1], np.int32)
+    _check(fnp.unique(fg.tensor(x)), np.unique(x))
+    values, counts = fnp.unique(fg.tensor(x), return_counts=True)
+    _check(values, np.array([1, 2, 3], np.int32))
+    _check(counts, np.array([3, 1, 2], np.int32))
+
+
+# --- the gather primitive clamps, scatter drops -------------------------------------------
+
+
+def test_gather_clamps_out_of_bounds_indices():
+    x = fg.tensor(np.array([10.0, 20.0, 30.0]))
+    out = ix.gather(x, fg.tensor(np.array([[5], [-3], [1]], np.int32)), (0,))
+    _check(out, np.array([30.0, 10.0, 20.0]))
+
+
+def test_scatter_drops_out_of_bounds_updates():
+    x = fg.tensor(np.zeros(3))
+    out = ix.scatter(x, fg.tensor(np.array([[5], [1], [-1]], np.int32)),
+                     fg.tensor(np.array([1.0, 2.0, 3.0])), (0,), "add")
+    _check(out, np.array([0.0, 2.0, 0.0]))

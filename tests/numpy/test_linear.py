@@ -1,0 +1,164 @@
+"""Products against NumPy in float64: matmul, dot, vdot, inner, outer, tensordot, over
+0-d, 1-d, batched and empty shapes, with dtype promotion and shape errors."""
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as hs
+
+import funcgrad as fg
+import funcgrad.numpy as fnp
+
+RNG = np.random.default_rng(0)
+
+
+def _rand(shape):
+    return RNG.standard_normal(shape)
+
+
+def _check(got, expected, rtol=1e-12, atol=1e-12):
+    assert isinstance(got, fg.Tensor)
+    expected = np.asarray(expected)
+    assert got.shape == expected.shape, (got.shape, expected.shape)
+    assert got.dtype == expected.dtype, (got.dtype, expected.dtype)
+    np.testing.assert_allclose(np.asarray(got), expected, rtol=rtol, atol=atol)
+
+
+MATMUL_SHAPES = [((3,), (3,)), ((2, 3), (3,)), ((3,), (3, 4)), ((2, 3), (3, 4)),
+                 ((5, 2, 3), (3, 4)), ((3,), (5, 3, 4)), ((5, 2, 3), (5, 3, 4)),
+                 ((1, 2, 3), (4, 3, 2)), ((2, 1, 2, 3), (3, 3, 1)), ((0, 3), (3, 2)),
+                 ((2, 0), (0, 3)), ((0, 2, 3), (3, 1)), ((5, 2, 3), (3,))]
+
+
+@pytest.mark.parametrize("shapes", MATMUL_SHAPES, ids=str)
+def test_matmul(shapes):
+    a, b = _rand(shapes[0]), _rand(shapes[1])
+    _check(fnp.matmul(fg.tensor(a), fg.tensor(b)), np.matmul(a, b))
+
+
+DOT_SHAPES = [((), ()), ((), (3,)), ((2, 3), ()), ((3,), (3,)), ((2, 3), (3,)),
+              ((3,), (3, 4)), ((2, 3), (3, 4)), ((2, 3), (4, 3, 5)), ((2, 4, 3), (3, 5)),
+              ((2, 4, 3), (6, 3, 2)), ((0,), (0,))]
+
+
+@pytest.mark.parametrize("shapes", DOT_SHAPES, ids=str)
+def test_dot(shapes):
+    a, b = _rand(shapes[0]), _rand(shapes[1])
+    _check(fnp.dot(fg.tensor(a), fg.tensor(b)), np.dot(a, b))
+    _check(fg.tensor(a).dot(fg.tensor(b)), np.dot(a, b))
+
+
+@pytest.mark.parametrize("shapes", [((3,), (3,)), ((2, 3), (6,)), ((2, 2), (2, 2)),
+                                    ((0,), (0,))], ids=str)
+def test_vdot(shapes):
+    a, b = _rand(shapes[0]), _rand(shapes[1])
+    _check(fnp.vdot(fg.tensor(a), fg.tensor(b)), np.vdot(a, b))
+    za = a + 1j * _rand(shapes[0])
+    zb = b - 2j * _rand(shapes[1])
+    _check(fnp.vdot(fg.tensor(za), fg.tensor(zb)), np.vdot(za, zb))
+
+
+@pytest.mark.parametrize("shapes", [((), ()), ((3,), ()), ((3,), (3,)), ((2, 3), (3,)),
+                                    ((2, 3), (4, 3)), ((2, 2, 3), (4, 3)), ((0, 3), (2, 3))],
+                         ids=str)
+def test_inner(shapes):
+    a, b = _rand(shapes[0]), _rand(shapes[1])
+    _check(fnp.inner(fg.tensor(a), fg.tensor(b)), np.inner(a, b))
+
+
+@pytest.mark.parametrize("shapes", [((3,), (4,)), ((), (2,)), ((2, 2), (3,)), ((0,), (3,)),
+                                    ((), ())], ids=str)
+def test_outer(shapes):
+    a, b = _rand(shapes[0]), _rand(shapes[1])
+    _check(fnp.outer(fg.tensor(a), fg.tensor(b)), np.outer(a, b))
+
+
+@pytest.mark.parametrize("shapes,axes", [
+    (((2, 3), (3, 4)), 1), (((2, 3, 4), (3, 4, 5)), 2), (((2, 3), (4, 5)), 0),
+    (((2, 3, 4), (4, 3, 2)), ([1, 2], [1, 0])), (((3, 4), (4, 3)), ([0], [1])),
+    (((3, 4), (4, 3)), (1, 0)), (((2, 3), (2, 3)), ([-1, 0], [-1, 0])),
+    (((), ()), 0), (((0, 3), (3, 2)), 1),
+])
+def test_tensordot(shapes, axes):
+    a, b = _rand(shapes[0]), _rand(shapes[1])
+    _check(fnp.tensordot(fg.tensor(a), fg.tensor(b), axes), np.tensordot(a, b, axes))
+
+
+@given(batch=hs.lists(hs.integers(1, 3), max_size=2), m=hs.integers(0, 3),
+       k=hs.integers(0, 3), n=hs.integers(0, 3), squeeze_a=hs.booleans(),
+       squeeze_b=hs.booleans(), drop=hs.integers(0, 2))
+def test_matmul_shapes_hypothesis(batch, m, k, n, squeeze_a, squeeze_b, drop):
+    a_shape = (k,) if squeeze_a else (*batch, m, k)
+    b_shape = (k,) if squeeze_b else (*batch[drop:], k, n)
+    a, b = _rand(a_shape), _rand(b_shape)
+    _check(fnp.matmul(fg.tensor(a), fg.tensor(b)), np.matmul(a, b))
+
+
+# --- dtypes --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16", "int32", "int8",
+                                   "complex64"])
+def test_products_keep_dtype(dtype):
+    a = fg.tensor(np.arange(6).reshape(2, 3) % 3).astype(dtype)
+    b = fg.tensor(np.arange(12).reshape(3, 4) % 4).astype(dtype)
+    for out in (a @ b, fnp.dot(a, b), fnp.tensordot(a, b, 1), fnp.inner(a, a),
+                fnp.outer(a, b), fnp.vdot(a, a)):
+        assert out.dtype == a.dtype
+    expected = (np.arange(6).reshape(2, 3) % 3) @ (np.arange(12).reshape(3, 4) % 4)
+    np.testing.assert_allclose(np.asarray(a @ b).astype(np.float64), expected)
+
+
+def test_products_promote_mixed_dtypes():
+    a = fg.ones((2, 3), dtype=fg.float32)
+    assert (a @ fg.ones(3, dtype=fg.float64)).dtype == fg.float64
+    assert (a @ fg.ones(3, dtype=fg.int32)).dtype == fg.float32
+    assert fnp.dot(fg.ones(3, dtype=fg.int8), fg.ones(3, dtype=fg.uint8)).dtype == fg.int16
+    assert fnp.dot(a, 2.0).dtype == fg.float32
+    _check(fnp.matmul(np.eye(2), fg.tensor(np.array([1.0, 2.0]))), np.array([1.0, 2.0]))
+
+
+# --- errors -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("a,b", [((2, 3), (4, 2)), ((3,), (4,)), ((2, 3), (2,)),
+                                 ((4,), (3, 2)), ((5, 2, 3), (5, 4, 2))])
+def test_matmul_mismatch_names_op_and_shapes(a, b):
+    with pytest.raises(ValueError, match="matmul") as info:
+        fnp.matmul(fg.ones(a), fg.ones(b))
+    assert str(a) in str(info.value) and str(b) in str(info.value)
+
+
+def test_matmul_batch_mismatch():
+    with pytest.raises(ValueError, match=r"matmul.*\(2,\).*\(3,\)"):
+        fnp.matmul(fg.ones((2, 2, 3)), fg.ones((3, 3, 4)))
+
+
+def test_matmul_of_scalars_is_an_error():
+    with pytest.raises(ValueError, match="matmul.*at least one axis"):
+        fnp.matmul(fg.ones(()), fg.ones(3))
+
+
+@pytest.mark.parametrize("fn,a,b", [(fnp.dot, (2, 3), (2, 3)), (fnp.dot, (2, 3), (4, 2, 5)),
+                                    (fnp.inner, (2, 3), (2, 4)), (fnp.vdot, (3,), (4,))])
+def test_product_mismatch_names_function_and_shapes(fn, a, b):
+    with pytest.raises(ValueError, match=fn.__name__) as info:
+        fn(fg.ones(a), fg.ones(b))
+    if fn is not fnp.vdot:
+        assert str(a) in str(info.value) and str(b) in str(info.value)
+
+
+def test_tensordot_errors():
+    with pytest.raises(ValueError, match=r"tensordot.*\(2, 3\).*\(2, 3\)"):
+        fnp.tensordot(fg.ones((2, 3)), fg.ones((2, 3)), 1)
+    with pytest.raises(ValueError, match="tensordot: axes=3"):
+        fnp.tensordot(fg.ones((2, 3)), fg.ones((2, 3)), 3)
+
+
+def test_tensordot_bad_axes_arguments():
+    with pytest.raises(ValueError, match="tensordot: axes must be an int or a pair"):
+        fnp.tensordot(fg.ones((2, 3)), fg.ones((3, 4)), axes=([1],))
+    with pytest.raises(ValueError, match="tensordot.*unequal"):
+        fnp.tensordot(fg.ones((2, 3)), fg.ones((3, 4)), axes=([1, 0], [0]))
+    with pytest.raises(ValueError, match="tensordot: axis 5 is out of bounds"):
+        fnp.tensordot(fg.ones((2, 3)), fg.ones((3, 4)), axes=([5], [0]))

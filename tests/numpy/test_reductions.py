@@ -1,0 +1,239 @@
+"""funcgrad.numpy reductions and cumulative functions against NumPy, with JAX's dtype
+rules (integer sums in int32, means of integers in float32, arg* in int32)."""
+
+import numpy as np
+import pytest
+
+import funcgrad as fg
+import funcgrad.numpy as fnp
+
+SHAPES = [(), (0,), (5,), (2, 3), (2, 0, 3), (3, 1, 4)]
+
+
+def _rand(shape, seed=0):
+    return np.random.default_rng(seed).standard_normal(shape)
+
+
+def _check(got, expected, rtol=1e-12, atol=1e-12):
+    assert isinstance(got, fg.Tensor)
+    expected = np.asarray(expected)
+    assert got.shape == expected.shape, (got.shape, expected.shape)
+    assert got.dtype == expected.dtype, (got.dtype, expected.dtype)
+    np.testing.assert_allclose(np.asarray(got), expected, rtol=rtol, atol=atol, equal_nan=True)
+
+
+def _axes(shape):
+    """axis arguments valid for ``shape``: None, each axis (also negative), pairs."""
+    out = [None]
+    for a in range(len(shape)):
+        out += [a, a - len(shape)]
+    if len(shape) >= 2:
+        out += [(0, len(shape) - 1), tuple(range(len(shape)))]
+    return out
+
+
+def _cases(allow_empty=True):
+    for shape in SHAPES:
+        for axis in _axes(shape):
+            for keepdims in (False, True):
+                yield shape, axis, keepdims
+
+
+SUM_LIKE = ["sum", "prod", "mean", "std", "var", "all", "any"]
+
+
+@pytest.mark.parametrize("name", SUM_LIKE)
+@pytest.mark.parametrize("shape,axis,keepdims", list(_cases()), ids=str)
+def test_sum_like_float64(name, shape, axis, keepdims):
+    x = _rand(shape)
+    if name in ("all", "any"):
+        x = x > 0
+    with np.errstate(all="ignore"):
+        expected = getattr(np, name)(x, axis=axis, keepdims=keepdims)
+    _check(getattr(fnp, name)(fg.tensor(x), axis=axis, keepdims=keepdims), expected)
+
+
+def _nonempty_cases():
+    for shape, axis, keepdims in _cases():
+        axes = range(len(shape)) if axis is None else (axis,) if isinstance(axis, int) else axis
+        if all(shape[a] > 0 for a in axes) and (shape == () or np.prod(shape) > 0 or
+                                                 axis is not None):
+            yield shape, axis, keepdims
+
+
+@pytest.mark.parametrize("name", ["max", "min", "amax", "amin", "ptp"])
+@pytest.mark.parametrize("shape,axis,keepdims", list(_nonempty_cases()), ids=str)
+def test_extrema_float64(name, shape, axis, keepdims):
+    x = _rand(shape)
+    expected = getattr(np, name)(x, axis=axis, keepdims=keepdims)
+    _check(getattr(fnp, name)(fg.tensor(x), axis=axis, keepdims=keepdims), expected)
+
+
+@pytest.mark.parametrize("name", ["argmax", "argmin"])
+@pytest.mark.parametrize("shape,axis,keepdims",
+                         [c for c in _nonempty_cases() if not isinstance(c[1], tuple)], ids=str)
+def test_arg_extrema_are_int32(name, shape, axis, keepdims):
+    x = np.round(_rand(shape), 1)  # ties: the first index wins
+    expected = getattr(np, name)(x, axis=axis, keepdims=keepdims).astype(np.int32)
+    _check(getattr(fnp, name)(fg.tensor(x), axis=axis, keepdims=keepdims), expected)
+
+
+def test_arg_extrema_nan_wins():
+    x = np.array([1.0, np.nan, 3.0])
+    assert fnp.argmax(fg.tensor(x)).item() == 1
+    assert fnp.argmin(fg.tensor(x)).item() == 1
+
+
+def test_empty_extremum_errors():
+    with pytest.raises(ValueError, match="max.*zero-size"):
+        fnp.max(fg.zeros((0, 3)), axis=0)
+    with pytest.raises(ValueError, match="argmax.*empty"):
+        fnp.argmax(fg.zeros((0,)))
+    with pytest.raises(ValueError, match="argmin.*empty"):
+        fnp.argmin(fg.zeros((2, 0)), axis=1)
+    # a zero-size reduction over a non-empty axis is fine
+    _check(fnp.max(fg.tensor(np.zeros((0, 3))), axis=1), np.zeros((0,)))
+    _check(fnp.max(fg.tensor(np.zeros((0, 3))), axis=0, initial=-1.0), np.full(3, -1.0))
+
+
+def test_max_with_initial():
+    x = np.array([[1.0, -5.0], [2.0, -7.0]])
+    _check(fnp.max(fg.tensor(x), axis=0, initial=0.0), np.max(x, axis=0, initial=0.0))
+    _check(fnp.min(fg.tensor(x), axis=1, initial=-6.0), np.min(x, axis=1, initial=-6.0))
+
+
+# --- JAX's dtype rules ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype,expected", [
+    (np.bool_, np.int32), (np.int8, np.int32), (np.int16, np.int32), (np.int32, np.int32),
+    (np.int64, np.int64), (np.uint8, np.uint32), (np.float16, np.float16),
+    (np.float32, np.float32), (np.float64, np.float64), (np.complex64, np.complex64),
+])
+def test_sum_accumulation_dtype(dtype, expected):
+    x = np.array([[1, 0, 1], [1, 1, 0]]).astype(dtype)
+    got = fnp.sum(fg.tensor(x))
+    assert got.dtype == np.dtype(expected)
+    assert got.item() == 4
+    assert fnp.sum(fg.tensor(x), axis=0).dtype == np.dtype(expected)
+    assert fnp.cumsum(fg.tensor(x)).dtype == np.dtype(expected)
+
+
+def test_int8_sum_does_not_overflow():
+    x = np.full(100, 100, np.int8)
+    assert fnp.sum(fg.tensor(x)).item() == 10000
+
+
+def test_sum_with_dtype_argument():
+    x = fg.tensor([1, 2, 3])
+    assert fnp.sum(x, dtype=fg.float64).dtype == fg.float64
+    assert fnp.sum(x, dtype="int8").dtype == fg.int8
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int8, np.uint8, np.bool_])
+def test_mean_var_std_of_integers_are_float32(dtype):
+    x = np.array([1, 2, 3, 4, 0, 1]).astype(dtype)
+    for name in ("mean", "var", "std"):
+        got = getattr(fnp, name)(fg.tensor(x))
+        assert got.dtype == fg.float32, name
+        np.testing.assert_allclose(got.item(), getattr(np, name)(x.astype(np.float64)),
+                                   rtol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32"])
+def test_float_reductions_keep_dtype(dtype):
+    x = fg.tensor(np.linspace(-1, 1, 12).reshape(3, 4)).astype(dtype)
+    for name in ("sum", "mean", "max", "min", "prod", "var", "std", "logsumexp"):
+        assert getattr(fnp, name)(x, axis=0).dtype == x.dtype, name
+
+
+def test_mean_and_var_arguments():
+    x = _rand((3, 4))
+    _check(fnp.var(fg.tensor(x), ddof=1), np.var(x, ddof=1))
+    _check(fnp.std(fg.tensor(x), axis=0, ddof=1), np.std(x, axis=0, ddof=1))
+    _check(fnp.mean(fg.tensor(x), axis=1, dtype=fg.float32), np.mean(x, axis=1).astype(np.float32),
+           rtol=1e-6)
+
+
+def test_complex_var():
+    z = _rand((5,)) + 1j * _rand((5,), 1)
+    _check(fnp.var(fg.tensor(z)), np.var(z))
+    _check(fnp.sum(fg.tensor(z)), np.sum(z))
+    _check(fnp.mean(fg.tensor(z)), np.mean(z))
+
+
+def test_count_nonzero_and_average():
+    x = np.array([[0.0, 1.0, 2.0], [0.0, 0.0, 3.0]])
+    _check(fnp.count_nonzero(fg.tensor(x)), np.int32(3))
+    _check(fnp.count_nonzero(fg.tensor(x), axis=0), np.array([0, 1, 2], np.int32))
+    w = np.array([1.0, 2.0, 3.0])
+    _check(fnp.average(fg.tensor(x), axis=1, weights=fg.tensor(w)),
+           np.average(x, axis=1, weights=w))
+    _check(fnp.average(fg.tensor(x)), np.average(x))
+
+
+# --- cumulative ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["cumsum", "cumprod"])
+@pytest.mark.parametrize("shape", [(0,), (5,), (2, 3), (2, 0, 3), (3, 1, 4)], ids=str)
+def test_cumulative_float64(name, shape):
+    x = _rand(shape)
+    for axis in [None] + list(range(-len(shape), len(shape))):
+        _check(getattr(fnp, name)(fg.tensor(x), axis=axis), getattr(np, name)(x, axis=axis))
+
+
+def test_cumulative_of_0d_and_ints():
+    _check(fnp.cumsum(fg.tensor(np.float64(2.0))), np.cumsum(np.float64(2.0)))
+    x = np.array([[1, 2], [3, 4]], np.int32)
+    _check(fnp.cumprod(fg.tensor(x), axis=1), np.cumprod(x, axis=1).astype(np.int32))
+    _check(fnp.cumsum(fg.tensor(x), axis=0), np.cumsum(x, axis=0).astype(np.int32))
+
+
+# --- logsumexp ----------------------------------------------------------------------------
+
+
+def _np_logsumexp(x, axis=None, keepdims=False):
+    peak = np.max(x, axis=axis, keepdims=True) if x.size else np.zeros_like(
+        np.sum(x, axis=axis, keepdims=True))
+    peak = np.where(np.isfinite(peak), peak, 0)
+    out = np.log(np.sum(np.exp(x - peak), axis=axis, keepdims=True)) + peak
+    return out if keepdims else np.squeeze(out, axis=axis)
+
+
+@pytest.mark.parametrize("shape,axis,keepdims", [c for c in _cases() if c[0] != (2, 0, 3)
+                                                 or c[1] is not None], ids=str)
+def test_logsumexp(shape, axis, keepdims):
+    x = _rand(shape) * 10
+    with np.errstate(all="ignore"):
+        expected = _np_logsumexp(x, axis, keepdims)
+    _check(fnp.logsumexp(fg.tensor(x), axis=axis, keepdims=keepdims), expected)
+
+
+def test_logsumexp_extremes():
+    out = fnp.logsumexp(fg.tensor([1000.0, 1000.0]))
+    np.testing.assert_allclose(out.item(), 1000.0 + np.log(2.0), rtol=1e-6)
+    out = fnp.logsumexp(fg.tensor([-np.inf, -np.inf]))
+    assert out.item() == -np.inf
+    out = fnp.logsumexp(fg.tensor(np.array([0.0, 1.0])), b=fg.tensor(np.array([2.0, 0.5])))
+    np.testing.assert_allclose(out.item(), np.log(2.0 + 0.5 * np.e))
+    assert fnp.logsumexp(fg.tensor([1, 2])).dtype == fg.float32
+
+
+# --- errors -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["sum", "mean", "max", "argmax", "cumsum", "std", "all"])
+def test_bad_axis_names_the_function(name):
+    with pytest.raises(ValueError, match=f"{name}: axis 2 is out of bounds.*rank 2"):
+        getattr(fnp, name)(fg.ones((2, 3)), axis=2)
+
+
+def test_repeated_axis():
+    with pytest.raises(ValueError, match="repeated axis"):
+        fnp.sum(fg.ones((2, 3)), axis=(0, -2))
+
+
+def test_reductions_accept_lists_and_arrays():
+    _check(fnp.sum([1.0, 2.0]), np.float32(3.0))
+    _check(fnp.max(np.array([1, 7, 3])), np.int64(7))

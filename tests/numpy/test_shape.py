@@ -1,0 +1,300 @@
+"""funcgrad.numpy shape functions against NumPy: reshape, transpose, stacking, splitting,
+tiling, padding, flipping, rolling; with 0-d and empty shapes and clear errors."""
+
+import numpy as np
+import pytest
+
+import funcgrad as fg
+import funcgrad.numpy as fnp
+
+RNG = np.random.default_rng(0)
+
+
+def _rand(shape):
+    return RNG.standard_normal(shape)
+
+
+def _check(got, expected):
+    assert isinstance(got, fg.Tensor)
+    expected = np.asarray(expected)
+    assert got.shape == expected.shape, (got.shape, expected.shape)
+    assert got.dtype == expected.dtype, (got.dtype, expected.dtype)
+    np.testing.assert_array_equal(np.asarray(got), expected)
+
+
+@pytest.mark.parametrize("shape,new", [
+    ((), (1,)), ((), ()), ((6,), (2, 3)), ((2, 3), (-1,)), ((2, 3), (3, -1)),
+    ((2, 3, 4), (4, 1, 6)), ((0, 3), (3, 0)), ((0, 3), (-1, 3)), ((4,), 4), ((1,), ()),
+])
+def test_reshape(shape, new):
+    x = _rand(shape)
+    _check(fnp.reshape(fg.tensor(x), new), np.reshape(x, new))
+
+
+def test_reshape_errors():
+    with pytest.raises(ValueError, match=r"reshape.*size 6.*\(4, -1\)"):
+        fnp.reshape(fg.ones((2, 3)), (4, -1))
+    with pytest.raises(ValueError, match="one unknown"):
+        fnp.reshape(fg.ones((2, 3)), (-1, -1))
+    with pytest.raises(ValueError, match=r"size 6.*\(7,\)"):
+        fnp.reshape(fg.ones((2, 3)), 7)
+
+
+@pytest.mark.parametrize("shape", [(), (0,), (3,), (2, 3), (2, 0, 4), (2, 3, 4, 1)], ids=str)
+def test_ravel_transpose_flip(shape):
+    x = _rand(shape)
+    _check(fnp.ravel(fg.tensor(x)), np.ravel(x))
+    _check(fnp.transpose(fg.tensor(x)), np.transpose(x))
+    _check(fnp.flip(fg.tensor(x)), np.flip(x))
+    for axis in range(len(shape)):
+        _check(fnp.flip(fg.tensor(x), axis), np.flip(x, axis))
+    if len(shape) >= 2:
+        perm = tuple(np.random.default_rng(1).permutation(len(shape)))
+        _check(fnp.transpose(fg.tensor(x), perm), np.transpose(x, perm))
+        _check(fnp.swapaxes(fg.tensor(x), 0, -1), np.swapaxes(x, 0, -1))
+        _check(fnp.moveaxis(fg.tensor(x), 0, -1), np.moveaxis(x, 0, -1))
+        _check(fnp.moveaxis(fg.tensor(x), -1, 0), np.moveaxis(x, -1, 0))
+        _check(fnp.fliplr(fg.tensor(x)), np.fliplr(x))
+        _check(fnp.flipud(fg.tensor(x)), np.flipud(x))
+
+
+def test_moveaxis_multiple():
+    x = _rand((2, 3, 4, 5))
+    for src, dst in [((0, 1), (2, 3)), ((3, 0), (0, 1)), ((0, 2), (-1, 0)), ([1], [3])]:
+        _check(fnp.moveaxis(fg.tensor(x), src, dst), np.moveaxis(x, src, dst))
+
+
+def test_transpose_errors():
+    with pytest.raises(ValueError, match="transpose"):
+        fnp.transpose(fg.ones((2, 3)), (0, 0))
+    with pytest.raises(ValueError, match="transpose: axis 2"):
+        fnp.transpose(fg.ones((2, 3)), (0, 2))
+
+
+@pytest.mark.parametrize("shape,axis", [((), 0), ((), -1), ((3,), 0), ((3,), 1), ((3,), -1),
+                                        ((2, 3), 1), ((2, 3), (0, 2)), ((2, 3), (-1, 0)),
+                                        ((0, 2), 1)])
+def test_expand_dims(shape, axis):
+    x = _rand(shape)
+    _check(fnp.expand_dims(fg.tensor(x), axis), np.expand_dims(x, axis))
+
+
+@pytest.mark.parametrize("shape,axis", [((1,), None), ((1, 3, 1), None), ((1, 3, 1), 0),
+                                        ((1, 3, 1), -1), ((1, 3, 1), (0, 2)), ((), None),
+                                        ((0, 1), 1), ((3,), None)])
+def test_squeeze(shape, axis):
+    x = _rand(shape)
+    _check(fnp.squeeze(fg.tensor(x), axis), np.squeeze(x, axis))
+
+
+def test_squeeze_non_unit_axis_is_an_error():
+    with pytest.raises(ValueError, match=r"squeeze.*axis 1 of size 3"):
+        fnp.squeeze(fg.ones((1, 3)), 1)
+
+
+@pytest.mark.parametrize("shape,target", [((), (2, 3)), ((3,), (2, 3)), ((2, 1), (2, 4)),
+                                          ((1,), (0,)), ((1, 3), (5, 2, 3)), ((3,), 3)])
+def test_broadcast_to(shape, target):
+    x = _rand(shape)
+    _check(fnp.broadcast_to(fg.tensor(x), target), np.broadcast_to(x, target))
+
+
+def test_broadcast_to_error_names_shapes():
+    with pytest.raises(ValueError, match=r"broadcast_to.*\(2, 3\).*\(3, 3\)"):
+        fnp.broadcast_to(fg.ones((2, 3)), (3, 3))
+    with pytest.raises(ValueError, match="broadcast_to"):
+        fnp.broadcast_to(fg.ones((2, 3)), (3,))
+
+
+def test_broadcast_arrays():
+    a, b = _rand((3, 1)), _rand((4,))
+    out = fnp.broadcast_arrays(fg.tensor(a), fg.tensor(b))
+    for got, exp in zip(out, np.broadcast_arrays(a, b), strict=True):
+        _check(got, exp)
+
+
+@pytest.mark.parametrize("shapes,axis", [(((2, 3), (4, 3)), 0), (((2, 3), (2, 1)), 1),
+                                         (((2, 3), (2, 3), (2, 3)), -1), (((0, 3), (2, 3)), 0),
+                                         (((3,), (0,), (2,)), 0), (((2, 2), (1, 2)), None)])
+def test_concatenate(shapes, axis):
+    xs = [_rand(s) for s in shapes]
+    _check(fnp.concatenate([fg.tensor(x) for x in xs], axis=axis), np.concatenate(xs, axis=axis))
+
+
+def test_concatenate_promotes_dtypes():
+    out = fnp.concatenate([fg.tensor([1, 2]), fg.tensor([0.5])])
+    assert out.dtype == fg.float32 and out.tolist() == [1.0, 2.0, 0.5]
+    out = fnp.concatenate([fg.ones(1, dtype=fg.int8), fg.ones(1, dtype=fg.uint8)])
+    assert out.dtype == fg.int16
+    assert fnp.concatenate([np.zeros(2), np.ones(1)]).dtype == fg.float64
+
+
+def test_concatenate_errors():
+    with pytest.raises(ValueError, match=r"concatenate.*\(2, 3\).*\(2, 4\)"):
+        fnp.concatenate([fg.ones((2, 3)), fg.ones((2, 4))])
+    with pytest.raises(ValueError, match="zero-dimensional"):
+        fnp.concatenate([fg.ones(()), fg.ones(())])
+    with pytest.raises(ValueError, match="at least one"):
+        fnp.concatenate([])
+
+
+@pytest.mark.parametrize("shape", [(), (3,), (2, 3), (0, 2)], ids=str)
+def test_stack_family(shape):
+    xs = [_rand(shape) for _ in range(3)]
+    ts = [fg.tensor(x) for x in xs]
+    for axis in range(-len(shape) - 1, len(shape) + 1):
+        _check(fnp.stack(ts, axis=axis), np.stack(xs, axis=axis))
+    _check(fnp.vstack(ts), np.vstack(xs))
+    _check(fnp.hstack(ts), np.hstack(xs))
+
+
+def test_stack_errors():
+    with pytest.raises(ValueError, match=r"stack.*\(2,\).*\(3,\)"):
+        fnp.stack([fg.ones(2), fg.ones(3)])
+    with pytest.raises(ValueError, match="stack"):
+        fnp.stack([])
+
+
+def test_column_stack():
+    a, b = _rand(3), _rand((3, 2))
+    _check(fnp.column_stack([fg.tensor(a), fg.tensor(b)]), np.column_stack([a, b]))
+
+
+@pytest.mark.parametrize("shape,spec,axis", [((6,), 3, 0), ((6,), [1, 4], 0), ((4, 6), 2, 1),
+                                             ((4, 6), [0, 2, 10], 1), ((0, 2), 1, 0),
+                                             ((5,), [3, 1], 0), ((4, 2), [-1], 0)])
+def test_split(shape, spec, axis):
+    x = _rand(shape)
+    got = fnp.split(fg.tensor(x), spec, axis=axis)
+    expected = np.split(x, spec, axis=axis)
+    assert len(got) == len(expected)
+    for g, e in zip(got, expected, strict=True):
+        _check(g, e)
+
+
+def test_split_uneven_is_an_error():
+    with pytest.raises(ValueError, match="split.*size 5.*2"):
+        fnp.split(fg.ones(5), 2)
+
+
+@pytest.mark.parametrize("n,sections", [(7, 3), (6, 4), (2, 3)])
+def test_array_split(n, sections):
+    x = _rand(n)
+    pieces = fnp.array_split(fg.tensor(x), sections)
+    for g, e in zip(pieces, np.array_split(x, sections), strict=True):
+        _check(g, e)
+
+
+@pytest.mark.parametrize("shape,reps", [((), 3), ((2,), 3), ((2,), (2, 2)), ((2, 3), (1, 2)),
+                                        ((2, 3), 2), ((2, 1, 3), (2, 1, 1)), ((0, 2), 2),
+                                        ((2,), 0)])
+def test_tile(shape, reps):
+    x = _rand(shape)
+    _check(fnp.tile(fg.tensor(x), reps), np.tile(x, reps))
+
+
+@pytest.mark.parametrize("shape,repeats,axis", [((3,), 2, None), ((2, 3), 2, None),
+                                                ((2, 3), 3, 1), ((2, 3), [1, 0, 2], 1),
+                                                ((2, 3), [2, 1], 0), ((), 3, None),
+                                                ((0, 3), 2, 0), ((2, 3), 0, -1)])
+def test_repeat(shape, repeats, axis):
+    x = _rand(shape)
+    _check(fnp.repeat(fg.tensor(x), repeats, axis=axis), np.repeat(x, repeats, axis=axis))
+
+
+_PAD_WIDTHS = [1, (1, 2), ((0, 1), (2, 0)), ((3, 3), (1, 1)), 0]
+
+
+@pytest.mark.parametrize("mode", ["constant", "edge", "reflect", "symmetric", "wrap"])
+@pytest.mark.parametrize("width", _PAD_WIDTHS, ids=str)
+def test_pad_modes(mode, width):
+    x = _rand((3, 4))
+    _check(fnp.pad(fg.tensor(x), width, mode=mode), np.pad(x, width, mode=mode))
+
+
+def test_pad_more_cases():
+    x = _rand((2, 3))
+    _check(fnp.pad(fg.tensor(x), 2, constant_values=7.5), np.pad(x, 2, constant_values=7.5))
+    _check(fnp.pad(fg.tensor(np.arange(3)), (5, 4), mode="reflect"),
+           np.pad(np.arange(3), (5, 4), mode="reflect").astype(np.int64))
+    _check(fnp.pad(fg.tensor(np.arange(2)), (5, 4), mode="wrap"),
+           np.pad(np.arange(2), (5, 4), mode="wrap"))
+    _check(fnp.pad(fg.tensor(np.arange(2)), (5, 4), mode="symmetric"),
+           np.pad(np.arange(2), (5, 4), mode="symmetric"))
+    _check(fnp.pad(fg.tensor(np.zeros((0, 2))), 1), np.pad(np.zeros((0, 2)), 1))
+    _check(fnp.pad(fg.tensor(np.float64(1.0)), 0), np.pad(np.float64(1.0), 0))
+    with pytest.raises(ValueError, match="mode"):
+        fnp.pad(fg.ones(2), 1, mode="bogus")
+    with pytest.raises(ValueError, match="non-negative"):
+        fnp.pad(fg.ones(2), -1)
+    with pytest.raises(ValueError, match=r"pad: pad_width.*\(3,\)"):
+        fnp.pad(fg.ones(3), ((1, 2), (3, 4)))
+
+
+@pytest.mark.parametrize("shape,shift,axis", [((5,), 2, None), ((5,), -7, 0), ((2, 3), 1, None),
+                                              ((2, 3), 1, 1), ((2, 3), (1, 2), (0, 1)),
+                                              ((2, 3), 4, -1), ((0,), 3, None), ((3, 0), 1, 0)])
+def test_roll(shape, shift, axis):
+    x = _rand(shape)
+    _check(fnp.roll(fg.tensor(x), shift, axis), np.roll(x, shift, axis))
+
+
+@pytest.mark.parametrize("k", [0, 1, 2, 3, -1, 5])
+def test_rot90(k):
+    x = _rand((2, 3, 4))
+    _check(fnp.rot90(fg.tensor(x), k), np.rot90(x, k))
+    _check(fnp.rot90(fg.tensor(x), k, axes=(1, 2)), np.rot90(x, k, axes=(1, 2)))
+
+
+@pytest.mark.parametrize("offset", [0, 1, -1, 2, -3, 5])
+def test_diagonal_trace_tril_triu(offset):
+    x = _rand((3, 4))
+    _check(fnp.diagonal(fg.tensor(x), offset), np.diagonal(x, offset))
+    np.testing.assert_allclose(np.asarray(fnp.trace(fg.tensor(x), offset)), np.trace(x, offset))
+    _check(fnp.tril(fg.tensor(x), offset), np.tril(x, offset))
+    _check(fnp.triu(fg.tensor(x), offset), np.triu(x, offset))
+    v = _rand(3)
+    _check(fnp.diag(fg.tensor(v), offset), np.diag(v, offset))
+    _check(fnp.diag(fg.tensor(x), offset), np.diag(x, offset))
+
+
+def test_diagonal_of_3d():
+    x = _rand((2, 3, 4))
+    _check(fnp.diagonal(fg.tensor(x), 0, 1, 2), np.diagonal(x, 0, 1, 2))
+    _check(fnp.diagonal(fg.tensor(x), 1, 0, 2), np.diagonal(x, 1, 0, 2))
+
+
+def test_atleast():
+    _check(fnp.atleast_1d(fg.tensor(np.float64(1.0))), np.atleast_1d(np.float64(1.0)))
+    _check(fnp.atleast_2d(fg.tensor(np.arange(3.0))), np.atleast_2d(np.arange(3.0)))
+
+
+def test_shape_functions_keep_dtype():
+    for dtype in ("int8", "bool", "bfloat16", "complex64"):
+        x = fg.zeros((2, 3), dtype=dtype)
+        for out in (fnp.reshape(x, (3, 2)), fnp.transpose(x), fnp.flip(x), fnp.tile(x, 2),
+                    fnp.repeat(x, 2), fnp.pad(x, 1), fnp.roll(x, 1), fnp.stack([x, x]),
+                    fnp.concatenate([x, x]), fnp.split(x, 3, axis=1)[0]):
+            assert out.dtype == x.dtype, (dtype, out)
+
+
+def test_bad_arguments_are_clear_errors():
+    with pytest.raises(TypeError, match=r"reshape: shape must be a sequence of ints.*2\.5"):
+        fnp.reshape(fg.ones((2, 3)), (2.5, 2))
+    with pytest.raises(ValueError, match="repeat: repeats must be non-negative"):
+        fnp.repeat(fg.ones(3), -1)
+    with pytest.raises(ValueError, match="repeat: repeats must be non-negative"):
+        fnp.repeat(fg.ones(3), [1, -1, 1])
+    with pytest.raises(ValueError, match="tile: reps must be non-negative"):
+        fnp.tile(fg.ones(3), -1)
+    with pytest.raises(ValueError, match="roll: 2 shifts"):
+        fnp.roll(fg.ones((2, 2)), (1, 2), axis=(0,))
+    with pytest.raises(ValueError, match="moveaxis: axis 5"):
+        fnp.moveaxis(fg.ones((2, 3)), 0, 5)
+    with pytest.raises(ValueError, match="split: axis 3"):
+        fnp.split(fg.ones((2, 3)), 2, axis=3)
+
+
+def test_reshape_accepts_integer_like_dims():
+    assert fnp.reshape(fg.ones(6), np.array([3, 2])).shape == (3, 2)
+    assert fg.ones(6).reshape(fg.tensor(2), -1).shape == (2, 3)
