@@ -124,7 +124,8 @@ def check_grads(f, args, order: int = 2, modes=("fwd", "rev"), *, eps=None, tol=
     Higher orders check the derivative functions themselves (a JVP of the JVP, a VJP of
     the VJP), so rules that are themselves differentiable are exercised.
     """
-    args = tuple(a if isinstance(a, Tensor) else wrap(np.asarray(a)) for a in args)
+    args = tuple(optree.tree_map(lambda a: a if isinstance(a, Tensor) else wrap(np.asarray(a)),
+                                 arg, namespace=_NS) for arg in args)
     for mode in modes:
         if mode not in ("fwd", "rev"):
             raise ValueError(f"check_grads: unknown mode {mode!r}; use 'fwd' and/or 'rev'")

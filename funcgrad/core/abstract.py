@@ -67,7 +67,7 @@ def aval_of(x) -> ShapedArray:
     aval = getattr(x, "aval", None)
     if aval is not None:
         return aval
-    if isinstance(x, (bool, int, float, complex)):
+    if isinstance(x, (bool, int, float, complex)) and not isinstance(x, np.generic):
         dtype, weak = dtypes.dtype_and_weak(x)
         return ShapedArray((), dtype, weak)
     arr = np.asarray(x)

@@ -163,6 +163,8 @@ def promote_types(a, b) -> np.dtype:
 
 def dtype_and_weak(x) -> tuple[np.dtype, bool]:
     """(dtype, weak) of a Tensor, NumPy array, dtype-like or Python scalar."""
+    if isinstance(x, np.generic):  # np.float64 subclasses float but is strongly typed
+        return canonicalize(x.dtype), False
     if isinstance(x, bool):
         return bool_, False
     if isinstance(x, int):

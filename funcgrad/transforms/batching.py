@@ -81,6 +81,8 @@ def _broadcast_prefix(prefix, tree, name):
     """Expand an ``in_axes``/``out_axes`` prefix to one entry per leaf of ``tree``."""
     if prefix is None or isinstance(prefix, int):
         return [prefix] * len(tree_flatten(tree)[0])
+    if optree.tree_is_leaf(prefix, namespace="funcgrad"):
+        raise TypeError(f"vmap: {name} entries must be int or None, got {prefix!r}")
     if optree.tree_is_leaf(tree, namespace="funcgrad"):
         raise ValueError(f"vmap: {name} entry {prefix!r} is a container but the matching "
                          f"argument is a leaf of type {type(tree).__name__}")

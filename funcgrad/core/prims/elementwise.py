@@ -170,7 +170,9 @@ def _div_impl(x, y):
             safe = np.where(y == 0, 1, y).astype(x.dtype)
             q = np.floor_divide(x, safe)
             fix = (np.remainder(x, safe) != 0) & ((x < 0) != (safe < 0))
-            return np.where(y == 0, 0, q + fix.astype(x.dtype)).astype(x.dtype)
+            # x / 0 is -1 (all bits set), as XLA defines it; compiled code does the same
+            return np.where(y == 0, np.array(-1).astype(x.dtype), q + fix.astype(x.dtype)
+                            ).astype(x.dtype)
         return np.true_divide(x, y)
 
 

@@ -1,0 +1,300 @@
+"""Errors from transformations: wrong outputs/inputs for grad, inconsistent or invalid vmap
+axes, tracers used where Python needs concrete values, tracer reprs, leaked tracers."""
+
+import re
+
+import numpy as np
+import pytest
+
+import funcgrad as fg
+import funcgrad.numpy as fnp
+from funcgrad.core.interpreter import ConcretizationError, LeakedTracerError, Tracer
+
+
+def t64(x):
+    return fg.tensor(np.asarray(x, dtype=np.float64))
+
+
+# --- grad: what it differentiates -----------------------------------------------------------
+
+
+def test_grad_of_non_scalar_output_names_shape_and_dtype():
+    with pytest.raises(TypeError, match=r"scalar.*got shape \(2, 3\) and dtype float64"):
+        fg.grad(lambda x: x * 2)(t64(np.ones((2, 3))))
+
+
+def test_grad_of_integer_output_names_dtype():
+    with pytest.raises(TypeError, match=r"got shape \(\) and dtype int32"):
+        fg.grad(lambda x: (x > 0).sum())(t64([1.0, -1.0]))
+
+
+def test_grad_of_bool_output():
+    with pytest.raises(TypeError, match=r"dtype bool"):
+        fg.grad(lambda x: (x > 0).all())(t64([1.0]))
+
+
+def test_grad_of_multiple_outputs_is_rejected():
+    with pytest.raises(TypeError, match="single scalar"):
+        fg.grad(lambda x: (x.sum(), x.sum()))(t64([1.0]))
+
+
+def test_value_and_grad_same_checks():
+    with pytest.raises(TypeError, match=r"shape \(3,\)"):
+        fg.value_and_grad(lambda x: x)(t64([1.0, 2.0, 3.0]))
+
+
+def test_grad_with_respect_to_integer_input():
+    with pytest.raises(TypeError, match="int32"):
+        fg.grad(lambda x: x.astype(fnp.float32).sum())(fg.tensor([1, 2]))
+    with pytest.raises(TypeError, match="int"):
+        fg.grad(lambda x, n: x * n, argnums=1)(t64(1.0), 3)
+    with pytest.raises(TypeError, match="int64"):
+        fg.grad(lambda p: p["n"].astype(fnp.float64).sum())({"n": fg.tensor(np.arange(2))})
+
+
+def test_jacobians_reject_integer_inputs():
+    for jac in (fg.jacfwd, fg.jacrev, fg.hessian):
+        with pytest.raises(TypeError, match="int32"):
+            jac(lambda x: x * 1.0)(fg.tensor([1, 2]))
+
+
+def test_grad_argnums_out_of_range():
+    with pytest.raises(ValueError, match="argnums"):
+        fg.grad(lambda x: x, argnums=1)(t64(1.0))
+    with pytest.raises(ValueError, match="argnums"):
+        fg.grad(lambda x, y: x * y, argnums=(0, 2))(t64(1.0), t64(2.0))
+
+
+def test_has_aux_needs_a_pair():
+    with pytest.raises(TypeError, match="pair"):
+        fg.grad(lambda x: x * 2, has_aux=True)(t64(1.0))
+
+
+def test_jvp_argument_checks():
+    with pytest.raises(TypeError, match="tuples"):
+        fg.jvp(fnp.sin, t64(1.0), t64(1.0))
+    with pytest.raises(ValueError, match=r"tangent shape \(3,\) differs from primal shape \(2,\)"):
+        fg.jvp(fnp.sin, (t64([1.0, 2.0]),), (t64([1.0, 2.0, 3.0]),))
+    with pytest.raises(ValueError, match="structure"):
+        fg.jvp(lambda a, b: a * b, (t64(1.0), t64(1.0)), (t64(1.0),))
+
+
+def test_vjp_cotangent_checks():
+    _, pullback = fg.vjp(fnp.sin, t64([1.0, 2.0]))
+    with pytest.raises(ValueError,
+                       match=r"cotangent shape \(3,\) differs from output shape \(2,\)"):
+        pullback(t64([1.0, 2.0, 3.0]))
+    with pytest.raises(ValueError, match="structure"):
+        pullback((t64([1.0, 2.0]), t64(1.0)))
+
+
+# --- vmap axes -------------------------------------------------------------------------------
+
+
+def test_vmap_inconsistent_sizes_names_each_argument():
+    with pytest.raises(ValueError) as info:
+        fg.vmap(lambda a, b: a + b)(fg.ones((2, 4)), fg.ones((3, 4)))
+    message = str(info.value)
+    assert "inconsistent sizes" in message
+    assert re.search(r"argument \[0\] has size 2", message)
+    assert re.search(r"argument \[1\] has size 3", message)
+
+
+def test_vmap_inconsistent_sizes_in_pytree_and_axes():
+    with pytest.raises(ValueError) as info:
+        fg.vmap(lambda d: d["a"] + d["b"].T, in_axes=({"a": 0, "b": 1},))(
+            {"a": fg.ones((2, 4)), "b": fg.ones((4, 5))})
+    message = str(info.value)
+    assert "size 2" in message and "size 5" in message and "'a'" in message and "'b'" in message
+
+
+def test_vmap_axis_size_conflict():
+    with pytest.raises(ValueError, match="axis_size=4"):
+        fg.vmap(lambda a: a, axis_size=4)(fg.ones((3,)))
+
+
+def test_vmap_nothing_mapped_without_axis_size():
+    with pytest.raises(ValueError, match="axis_size"):
+        fg.vmap(lambda a: a, in_axes=None)(fg.ones(3))
+
+
+@pytest.mark.parametrize("axis", [2, -3, 5])
+def test_vmap_in_axes_out_of_range(axis):
+    with pytest.raises(ValueError, match=rf"in_axes={axis} out of range.*shape \(2, 3\)"):
+        fg.vmap(lambda a: a, in_axes=axis)(fg.ones((2, 3)))
+
+
+def test_vmap_mapping_a_scalar():
+    with pytest.raises(ValueError, match="out of range"):
+        fg.vmap(lambda a: a)(fg.tensor(1.0))
+
+
+def test_vmap_in_axes_length_and_structure():
+    with pytest.raises(ValueError, match="in_axes has 1 entries.*2 positional"):
+        fg.vmap(lambda a, b: a, in_axes=(0,))(fg.ones(2), fg.ones(2))
+    with pytest.raises(ValueError, match="prefix"):
+        fg.vmap(lambda d: d["a"], in_axes=({"a": 0, "b": 0, "c": 0},))({"a": fg.ones(2)})
+    with pytest.raises(TypeError, match="int or None"):
+        fg.vmap(lambda a: a, in_axes=("0",))(fg.ones(2))
+
+
+def test_vmap_out_axes_errors():
+    with pytest.raises(ValueError, match="out_axes=None"):
+        fg.vmap(lambda a: a * 2, out_axes=None)(fg.ones(3))
+    with pytest.raises(ValueError, match="out_axes 3 out of range"):
+        fg.vmap(lambda a: a, out_axes=3)(fg.ones((3, 2)))
+
+
+# --- tracers where Python needs concrete values -----------------------------------------------
+
+
+def _assert_names_fix(error):
+    message = str(error)
+    assert "fg.cond" in message and "static_argnums" in message
+
+
+def test_tracer_as_bool_in_vmap():
+    def f(x):
+        if x > 0:
+            return x
+        return -x
+
+    with pytest.raises(ConcretizationError) as info:
+        fg.vmap(f)(t64([1.0, -1.0]))
+    assert isinstance(info.value, TypeError)
+    _assert_names_fix(info.value)
+    assert "bool" in str(info.value) and "vmap" in str(info.value)
+
+
+def test_tracer_as_bool_in_grad():
+    def f(x):
+        return x * 2 if x else x
+
+    with pytest.raises(ConcretizationError) as info:
+        fg.grad(f)(t64(1.0))
+    _assert_names_fix(info.value)
+
+
+def test_comparison_in_grad_is_concrete_as_in_jax():
+    # comparisons have no tangent, so Python control flow on them works under grad
+    f = lambda x: x ** 2 if x > 0 else -x
+    np.testing.assert_allclose(fg.grad(f)(t64(3.0)).numpy(), 6.0)
+    np.testing.assert_allclose(fg.grad(f)(t64(-3.0)).numpy(), -1.0)
+
+
+@pytest.mark.parametrize("transform", ["grad", "vmap", "make_ir"])
+@pytest.mark.parametrize("use", ["int", "float", "index", "item", "numpy", "array"])
+def test_tracer_concretization(transform, use):
+    uses = {
+        "int": lambda x: int(x),
+        "float": lambda x: float(x),
+        "index": lambda x: [1.0, 2.0, 3.0][x],
+        "item": lambda x: x.item(),
+        "numpy": lambda x: x.numpy(),
+        "array": lambda x: np.asarray(x),
+    }
+
+    def f(x):
+        uses[use](x)
+        return x
+
+    with pytest.raises(ConcretizationError) as info:
+        if transform == "grad":
+            fg.grad(f)(t64(1.0))
+        elif transform == "vmap":
+            fg.vmap(f)(t64([1.0, 2.0]))
+        else:
+            fg.make_ir(f)(t64(1.0))
+    assert isinstance(info.value, TypeError)
+    _assert_names_fix(info.value)
+
+
+def test_batched_integer_index_works_as_gather():
+    table = t64([10.0, 20.0, 30.0])
+    got = fg.vmap(lambda i: table[i])(fg.tensor([2, 0]))
+    np.testing.assert_allclose(got.numpy(), [30.0, 10.0])
+
+
+def test_boolean_mask_index_under_vmap_names_where():
+    with pytest.raises(TypeError, match="where"):
+        fg.vmap(lambda x: x[x > 0])(t64([[1.0, -1.0]]))
+
+
+# --- tracer repr -------------------------------------------------------------------------------
+
+
+def test_tracer_repr_shows_shape_dtype_and_transformation():
+    seen = {}
+
+    def record(name):
+        def f(x):
+            seen[name] = repr(x)
+            assert str(x) == repr(x)
+            return (x * 1.0).sum()
+
+        return f
+
+    fg.grad(record("grad"))(t64(np.ones((2, 3))))
+    fg.vmap(record("vmap"))(fg.ones((4, 3)))
+    fg.make_ir(record("make_ir"))(fg.ones((5,), dtype=fg.int32))
+    fg.jvp(record("jvp"), (t64([1.0]),), (t64([1.0]),))
+    assert seen["grad"] == "Tracer<f64[2,3]>(made by jvp)"
+    assert seen["vmap"] == "Tracer<f32[3]>(made by vmap)"
+    assert seen["make_ir"] == "Tracer<i32[5]>(made by make_ir)"
+    assert seen["jvp"] == "Tracer<f64[1]>(made by jvp)"
+
+
+def test_tracer_shape_and_dtype_attributes():
+    def f(x):
+        assert isinstance(x, Tracer) and isinstance(x, fg.Tensor)
+        assert x.shape == (3,) and x.ndim == 1 and x.size == 3 and x.dtype == fg.float64
+        return x
+
+    fg.vmap(f)(t64(np.ones((2, 3))))
+    fg.grad(lambda x: f(x).sum())(t64(np.ones(3)))
+
+
+# --- leaked tracers ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("transform", ["grad", "vmap", "make_ir", "jvp"])
+def test_leaked_tracer_raises_when_used(transform):
+    store = []
+
+    def f(x):
+        store.append(x)
+        return (x * 2.0).sum()
+
+    x = t64([1.0, 2.0])
+    if transform == "grad":
+        fg.grad(f)(x)
+    elif transform == "vmap":
+        fg.vmap(f)(t64([[1.0, 2.0]]))
+    elif transform == "make_ir":
+        fg.make_ir(f)(x)
+    else:
+        fg.jvp(f, (x,), (x,))
+    (leaked,) = store
+    assert isinstance(leaked, Tracer)
+    with pytest.raises(LeakedTracerError, match="leaked tracer.*Return it"):
+        leaked + 1.0
+    with pytest.raises(LeakedTracerError):
+        fnp.sin(leaked)
+    # also when the leaked tracer meets a later transformation
+    with pytest.raises(LeakedTracerError):
+        fg.grad(lambda y: (y * leaked).sum())(x)
+    with pytest.raises(LeakedTracerError):
+        fg.vmap(lambda y: y * leaked)(t64([[1.0, 2.0]]))
+
+
+def test_leaked_tracer_from_vjp_closure():
+    store = []
+
+    def f(x):
+        store.append(fnp.sin(x))
+        return x * 3.0
+
+    _, pullback = fg.vjp(f, t64(1.0))
+    np.testing.assert_allclose(pullback(t64(1.0))[0].numpy(), 3.0)
+    with pytest.raises(LeakedTracerError):
+        store[0] * 2.0
