@@ -111,3 +111,6 @@ from funcgrad.transforms.custom import (  # noqa: E402
 )
 
 __all__ += ["checkpoint", "custom_jvp", "custom_vjp", "debug", "remat", "stop_gradient"]
+from funcgrad.transforms.jit import clear_caches, jit  # noqa: E402
+
+__all__ += ["clear_caches", "jit"]

@@ -51,6 +51,11 @@ class EagerInterpreter(Interpreter):
     name = "eager"
 
     def process(self, prim, args, params):
+        if prim.takes_tensors:
+            for arg in args:
+                if isinstance(arg, Tracer):
+                    raise _leaked(arg)
+            return prim.impl(*args, **params)
         values = []
         weak = prim.keeps_weak
         for arg in args:

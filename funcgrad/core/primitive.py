@@ -48,6 +48,8 @@ class Primitive:
         self.lower = None
         self.onnx = None
         self.partial_eval = None
+        # eager impl receives Tensors, not NumPy arrays (jit_call keeps device buffers)
+        self.takes_tensors = False
         registry[name] = self
 
     def bind(self, *args, **params):

@@ -26,10 +26,20 @@ class Tensor:
     tensor([[2., 4.]], dtype=float32)
     """
 
-    __slots__ = ("_buf", "_weak", "__weakref__")
+    # _buf: the NumPy array; _dev: a device buffer (jit results) whose host view becomes
+    # _buf on first use, so a result fed to the next jit call is never copied
+    __slots__ = ("_buf", "_weak", "_dev", "__weakref__")
     __array_priority__ = 100
     __array_ufunc__ = None  # NumPy defers `ndarray + Tensor` to Tensor.__radd__
     __hash__ = None  # elementwise __eq__, like NumPy and JAX arrays
+
+    def __getattr__(self, name):
+        # only reached when a slot is unset: a device-resident result's host view
+        if name == "_buf":
+            buf = object.__getattribute__(self, "_dev").to_numpy()
+            self._buf = buf
+            return buf
+        raise AttributeError(f"'Tensor' object has no attribute {name!r}")
 
     # -- attributes -------------------------------------------------------------------
     @property
@@ -162,6 +172,22 @@ def _index_text(index) -> str:
     if isinstance(index, tuple):
         return ", ".join(one(i) for i in index)
     return one(index)
+
+
+def wrap_device(buffer, weak: bool = False) -> Tensor:
+    """A Tensor over a device buffer (a jit result); its host view is made on first use."""
+    t = _new(Tensor)
+    t._dev = buffer
+    t._weak = weak
+    return t
+
+
+def device_buffer(t: Tensor):
+    """The device buffer behind ``t``, or None for a host tensor."""
+    try:
+        return t._dev
+    except AttributeError:
+        return None
 
 
 def _rebuild(arr, weak) -> Tensor:

@@ -167,3 +167,17 @@ def dot_general(lhs, rhs, dimension_numbers, preferred_element_type=None):
         preferred_element_type = dtypes.canonicalize(preferred_element_type)
     return dot_general_p.bind(lhs, rhs, dimension_numbers=numbers,
                               preferred_element_type=preferred_element_type)
+
+
+def _lower_dot_general(ctx, args, in_avals, out_avals, *, dimension_numbers,
+                       preferred_element_type=None):
+    (lc, rc), (lb, rb) = dimension_numbers
+    numbers = ctx.attr(
+        "#stablehlo.dot<lhs_batching_dimensions = [{}], rhs_batching_dimensions = [{}], "
+        "lhs_contracting_dimensions = [{}], rhs_contracting_dimensions = [{}]>".format(
+            ", ".join(map(str, lb)), ", ".join(map(str, rb)), ", ".join(map(str, lc)),
+            ", ".join(map(str, rc))))
+    return ctx.op("stablehlo.dot_general", args, out_avals, {"dot_dimension_numbers": numbers})
+
+
+dot_general_p.lower = _lower_dot_general

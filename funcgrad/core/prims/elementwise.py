@@ -654,3 +654,113 @@ def zeros_like_value(x):
     from funcgrad.core.prims.structural import zeros_like
 
     return zeros_like(x)
+
+
+# --- MLIR lowering: the StableHLO (or CHLO) operation of each row -----------------------------
+
+
+def _declare_lowerings():
+    from funcgrad.lowering import rules
+
+    table = {
+        neg_p: "stablehlo.negate", sign_p: "stablehlo.sign", floor_p: "stablehlo.floor",
+        ceil_p: "stablehlo.ceil", round_p: "stablehlo.round_nearest_even",
+        is_finite_p: "stablehlo.is_finite", not_p: "stablehlo.not",
+        exp_p: "stablehlo.exponential", log_p: "stablehlo.log",
+        log1p_p: "stablehlo.log_plus_one", expm1_p: "stablehlo.exponential_minus_one",
+        tanh_p: "stablehlo.tanh", logistic_p: "stablehlo.logistic", sin_p: "stablehlo.sine",
+        cos_p: "stablehlo.cosine", tan_p: "stablehlo.tan", asin_p: "chlo.asin",
+        acos_p: "chlo.acos", atan_p: "chlo.atan", sinh_p: "chlo.sinh", cosh_p: "chlo.cosh",
+        asinh_p: "chlo.asinh", acosh_p: "chlo.acosh", atanh_p: "chlo.atanh",
+        sqrt_p: "stablehlo.sqrt", rsqrt_p: "stablehlo.rsqrt", abs_p: "stablehlo.abs",
+        erf_p: "chlo.erf", erf_inv_p: "chlo.erf_inv", real_p: "stablehlo.real",
+        imag_p: "stablehlo.imag", add_p: "stablehlo.add", sub_p: "stablehlo.subtract",
+        mul_p: "stablehlo.multiply", pow_p: "stablehlo.power", max_p: "stablehlo.maximum",
+        min_p: "stablehlo.minimum", atan2_p: "stablehlo.atan2", and_p: "stablehlo.and",
+        or_p: "stablehlo.or", xor_p: "stablehlo.xor", shift_left_p: "stablehlo.shift_left",
+        shift_right_logical_p: "stablehlo.shift_right_logical",
+        shift_right_arithmetic_p: "stablehlo.shift_right_arithmetic",
+        complex_p: "stablehlo.complex",
+    }
+    for prim, op_name in table.items():
+        prim.lower = rules.elementwise(op_name)
+    for prim, direction in ((eq_p, "EQ"), (ne_p, "NE"), (lt_p, "LT"), (le_p, "LE"),
+                            (gt_p, "GT"), (ge_p, "GE")):
+        prim.lower = rules.comparison(direction)
+    div_p.lower = rules.integer_division("stablehlo.divide",
+                                         lambda ctx, x, aval: ctx.full(-1, aval))
+    rem_p.lower = rules.integer_division("stablehlo.remainder", lambda ctx, x, aval: x)
+    conj_p.lower = _lower_conj
+    integer_pow_p.lower = _lower_integer_pow
+    select_n_p.lower = _lower_select_n
+    convert_element_type_p.lower = _lower_convert
+
+
+def _lower_conj(ctx, args, in_avals, out_avals):
+    (x,), (aval,) = args, out_avals
+    if not dtypes.is_complex(aval.dtype):
+        return [x]
+    part = ShapedArray(aval.shape, dtypes.real_dtype(aval.dtype))
+    re = ctx.op1("stablehlo.real", [x], part)
+    im = ctx.op1("stablehlo.negate", [ctx.op1("stablehlo.imag", [x], part)], part)
+    return ctx.op("stablehlo.complex", [re, im], out_avals)
+
+
+def _lower_integer_pow(ctx, args, in_avals, out_avals, *, y):
+    (x,), (aval,) = args, out_avals
+    # exponentiation by squaring with multiplies, exact as the eager impl
+    result, base, n = None, x, abs(y)
+    while n:
+        if n & 1:
+            result = base if result is None else ctx.op1("stablehlo.multiply", [result, base],
+                                                         aval)
+        n >>= 1
+        if n:
+            base = ctx.op1("stablehlo.multiply", [base, base], aval)
+    if result is None:
+        result = ctx.full(1, aval)
+    if y < 0:
+        result = ctx.op1("stablehlo.divide", [ctx.full(1, aval), result], aval)
+    return [result]
+
+
+def _lower_select_n(ctx, args, in_avals, out_avals):
+    which, *cases = args
+    aval, which_aval = out_avals[0], in_avals[0]
+    from funcgrad.lowering import rules
+
+    if which_aval.shape != aval.shape:
+        which = ctx.op1("stablehlo.broadcast_in_dim", [which],
+                        ShapedArray(aval.shape, which_aval.dtype),
+                        {"broadcast_dimensions": ctx.i64_array([])})
+        which_aval = ShapedArray(aval.shape, which_aval.dtype)
+    if len(cases) == 1:
+        return [cases[0]]
+    if which_aval.dtype == np.bool_:
+        return [rules.select(ctx, which, cases[1], cases[0], aval)]
+    # integer selector: a chain of selects, case i where which == i (clamped as the impl)
+    out = cases[-1]
+    for i in range(len(cases) - 2, -1, -1):
+        bound = ctx.full(i, which_aval)
+        pick = rules.compare(ctx, which, bound, which_aval, "LE")
+        out = rules.select(ctx, pick, cases[i], out, aval)
+    return [out]
+
+
+def _lower_convert(ctx, args, in_avals, out_avals, *, new_dtype, weak_type=False):
+    (x,), (src,), (aval,) = args, in_avals, out_avals
+    if src.dtype == aval.dtype:
+        return [x]
+    if dtypes.is_complex(src.dtype) and not dtypes.is_complex(aval.dtype):
+        x = ctx.op1("stablehlo.real", [x], ShapedArray(src.shape, dtypes.real_dtype(src.dtype)))
+    if aval.dtype == np.bool_:
+        # nonzero -> True (stablehlo.convert to i1 truncates instead)
+        from funcgrad.lowering import rules
+
+        zero_aval = ShapedArray(src.shape, dtypes.real_dtype(src.dtype) if
+                                dtypes.is_complex(src.dtype) else src.dtype)
+        return [rules.compare(ctx, x, ctx.full(0, zero_aval), zero_aval, "NE")]
+    return ctx.op("stablehlo.convert", [x], out_avals)
+
+
+_declare_lowerings()

@@ -328,3 +328,51 @@ def _as_tensor(v):
     from funcgrad.core.tensor import Tensor, wrap
 
     return v if isinstance(v, Tensor) else wrap(np.asarray(v, np.int32))
+
+
+# --- MLIR lowering ------------------------------------------------------------------------------
+
+
+def _lower_gather(ctx, args, in_avals, out_avals, *, axes):
+    operand, indices = in_avals
+    batch_rank = indices.ndim - 1
+    rest = [d for d in range(operand.ndim) if d not in axes]
+    numbers = ctx.attr(
+        "#stablehlo.gather<offset_dims = [{}], collapsed_slice_dims = [{}], "
+        "start_index_map = [{}], index_vector_dim = {}>".format(
+            ", ".join(str(batch_rank + i) for i in range(len(rest))),
+            ", ".join(map(str, sorted(axes))), ", ".join(map(str, axes)), batch_rank))
+    sizes = [1 if d in axes else operand.shape[d] for d in range(operand.ndim)]
+    return ctx.op("stablehlo.gather", args, out_avals, {
+        "dimension_numbers": numbers, "slice_sizes": ctx.i64_array(sizes),
+        "indices_are_sorted": ctx.bool_attr(False)})
+
+
+_SCATTER_COMBINE = {"add": "stablehlo.add", "mul": "stablehlo.multiply",
+                    "min": "stablehlo.minimum", "max": "stablehlo.maximum"}
+
+
+def _lower_scatter(ctx, args, in_avals, out_avals, *, axes, mode):
+    operand, indices, updates = in_avals
+    batch_rank = indices.ndim - 1
+    rest = [d for d in range(operand.ndim) if d not in axes]
+    numbers = ctx.attr(
+        "#stablehlo.scatter<update_window_dims = [{}], inserted_window_dims = [{}], "
+        "scatter_dims_to_operand_dims = [{}], index_vector_dim = {}>".format(
+            ", ".join(str(batch_rank + i) for i in range(len(rest))),
+            ", ".join(map(str, sorted(axes))), ", ".join(map(str, axes)), batch_rank))
+    op = ctx.op("stablehlo.scatter", args, out_avals, {
+        "scatter_dimension_numbers": numbers, "indices_are_sorted": ctx.bool_attr(False),
+        "unique_indices": ctx.bool_attr(False)}, regions=1)
+    scalar = ShapedArray((), operand.dtype)
+    if mode == "set":
+        ctx.scalar_body(op.regions[0], operand.dtype, lambda old, new: new)
+    else:
+        combine = _SCATTER_COMBINE[mode]
+        ctx.scalar_body(op.regions[0], operand.dtype,
+                        lambda old, new: ctx.op1(combine, [old, new], scalar))
+    return list(op.results)
+
+
+gather_p.lower = _lower_gather
+scatter_p.lower = _lower_scatter

@@ -345,3 +345,92 @@ cummax_p.jvp = _cumextremum_jvp(cummax_p)
 cummin_p.jvp = _cumextremum_jvp(cummin_p)
 
 __all__ = ["zeros_like", "rev"]
+
+
+# --- MLIR lowering ------------------------------------------------------------------------------
+
+
+def _declare_lowerings():
+    from funcgrad.lowering import rules
+
+    reduce_sum_p.lower = rules.reduction("stablehlo.add", lambda d: 0)
+    reduce_prod_p.lower = rules.reduction("stablehlo.multiply", lambda d: 1)
+    reduce_max_p.lower = rules.reduction("stablehlo.maximum", rules.lowest)
+    reduce_min_p.lower = rules.reduction("stablehlo.minimum", rules.highest)
+    reduce_and_p.lower = rules.reduction("stablehlo.and", lambda d: True)
+    reduce_or_p.lower = rules.reduction("stablehlo.or", lambda d: False)
+    argmax_p.lower = _arg_lowering("GT")
+    argmin_p.lower = _arg_lowering("LT")
+    # running reductions lower as log-depth prefix scans built from slices and pads
+    cumsum_p.lower = rules.via(lambda x, *, axis, reverse: _prefix_scan(x, axis, reverse, ew.add))
+    cumprod_p.lower = rules.via(lambda x, *, axis, reverse: _prefix_scan(x, axis, reverse, ew.mul))
+    cummax_p.lower = rules.via(lambda x, *, axis, reverse: _prefix_scan(x, axis, reverse, ew.max))
+    cummin_p.lower = rules.via(lambda x, *, axis, reverse: _prefix_scan(x, axis, reverse, ew.min))
+
+
+def _prefix_scan(x, axis, reverse, combine):
+    """Inclusive scan by doubling: after step k each position combines 2^k predecessors."""
+    from funcgrad.core.prims.structural import concatenate
+
+    if reverse:
+        x = rev(x, (axis,))
+    n = x.shape[axis]
+    shift = 1
+    while shift < n:
+        start = [0] * x.ndim
+        limit = list(x.shape)
+        limit[axis] = n - shift
+        head_limit = list(x.shape)
+        head_limit[axis] = shift
+        head = slice_(x, [0] * x.ndim, head_limit)
+        shifted = slice_(x, start, limit)
+        tail_start = [0] * x.ndim
+        tail_start[axis] = shift
+        tail = slice_(x, tail_start, x.shape)
+        x = concatenate((head, combine(tail, shifted)), axis)
+        shift *= 2
+    return rev(x, (axis,)) if reverse else x
+
+
+def _arg_lowering(direction):
+    """argmax/argmin as a two-operand stablehlo.reduce over (value, index), NaN first and
+    the smallest index on ties, as NumPy."""
+
+    def rule(ctx, args, in_avals, out_avals, *, axis, index_dtype):
+        from funcgrad.core.abstract import ShapedArray
+        from funcgrad.lowering import rules
+
+        (x,), (aval,), (out,) = args, in_avals, out_avals
+        index_aval = ShapedArray(aval.shape, index_dtype)
+        indices = ctx.op1("stablehlo.iota", [], index_aval, {"iota_dimension": ctx.i64_attr(axis)})
+        init_value = ctx.constant(np.asarray(rules.lowest(aval.dtype) if direction == "GT"
+                                             else rules.highest(aval.dtype), aval.dtype))
+        init_index = ctx.constant(np.asarray(0, index_dtype))
+        value_out = ShapedArray(out.shape, aval.dtype)
+        op = ctx.op("stablehlo.reduce", [x, indices, init_value, init_index], [value_out, out],
+                    {"dimensions": ctx.i64_array([axis])}, regions=1)
+        sv, si = ShapedArray((), aval.dtype), ShapedArray((), index_dtype)
+        block = ctx.block(op.regions[0], [sv, si, sv, si])
+        with ctx.ir.InsertionPoint(block):
+            a, ai, b, bi = block.arguments
+            better = rules.compare(ctx, a, b, sv, direction)
+            if dtypes.is_inexact(aval.dtype):
+                a_nan = rules.compare(ctx, a, a, sv, "NE")
+                b_nan = rules.compare(ctx, b, b, sv, "NE")
+                better = ctx.op1("stablehlo.or", [better, ctx.op1(
+                    "stablehlo.and", [a_nan, ctx.op1("stablehlo.not", [b_nan], ShapedArray(
+                        (), dtypes.bool_))], ShapedArray((), dtypes.bool_))],
+                    ShapedArray((), dtypes.bool_))
+            tie = rules.compare(ctx, a, b, sv, "EQ")
+            lower = rules.compare(ctx, ai, bi, si, "LT")
+            take_a = ctx.op1("stablehlo.or", [better, ctx.op1("stablehlo.and", [tie, lower],
+                                                               ShapedArray((), dtypes.bool_))],
+                             ShapedArray((), dtypes.bool_))
+            ctx.op("stablehlo.return", [rules.select(ctx, take_a, a, b, sv),
+                                        rules.select(ctx, take_a, ai, bi, si)], [])
+        return [op.results[1]]
+
+    return rule
+
+
+_declare_lowerings()

@@ -68,3 +68,44 @@ def sort(operands, dimension: int = -1, num_keys: int = 1):
     ndim = operands[0].ndim
     dimension = int(dimension) % max(ndim, 1)
     return sort_p.bind(*operands, dimension=dimension, num_keys=int(num_keys))
+
+
+def _lower_sort(ctx, args, in_avals, out_avals, *, dimension, num_keys):
+    """stablehlo.sort with a lexicographic comparator over the keys; NaNs sort last."""
+    from funcgrad.lowering import rules
+
+    op = ctx.op("stablehlo.sort", args, out_avals,
+                {"dimension": ctx.i64_attr(dimension), "is_stable": ctx.bool_attr(True)},
+                regions=1)
+    scalars = []
+    for aval in in_avals:
+        s = ShapedArray((), aval.dtype)
+        scalars += [s, s]
+    block = ctx.block(op.regions[0], scalars)
+    bool_scalar = ShapedArray((), dtypes.bool_)
+    with ctx.ir.InsertionPoint(block):
+        result = None
+        for k in reversed(range(num_keys)):
+            a, b = block.arguments[2 * k], block.arguments[2 * k + 1]
+            s = scalars[2 * k]
+            less = rules.compare(ctx, a, b, s, "LT")
+            if dtypes.is_inexact(s.dtype):
+                a_nan = rules.compare(ctx, a, a, s, "NE")
+                b_nan = rules.compare(ctx, b, b, s, "NE")
+                not_a_nan = ctx.op1("stablehlo.not", [a_nan], bool_scalar)
+                less = ctx.op1("stablehlo.or", [less, ctx.op1("stablehlo.and", [
+                    not_a_nan, b_nan], bool_scalar)], bool_scalar)
+                equal = ctx.op1("stablehlo.or", [rules.compare(ctx, a, b, s, "EQ"), ctx.op1(
+                    "stablehlo.and", [a_nan, b_nan], bool_scalar)], bool_scalar)
+            else:
+                equal = rules.compare(ctx, a, b, s, "EQ")
+            if result is None:
+                result = less
+            else:
+                result = ctx.op1("stablehlo.or", [less, ctx.op1("stablehlo.and", [
+                    equal, result], bool_scalar)], bool_scalar)
+        ctx.op("stablehlo.return", [result], [])
+    return list(op.results)
+
+
+sort_p.lower = _lower_sort

@@ -466,3 +466,62 @@ def zeros_like(x):
 
 def full_like(x, value):
     return full(x.shape, value, x.dtype)
+
+
+# --- MLIR lowering ------------------------------------------------------------------------------
+
+
+def _lower_broadcast(ctx, args, in_avals, out_avals, *, shape, broadcast_dimensions):
+    return ctx.op("stablehlo.broadcast_in_dim", args, out_avals,
+                  {"broadcast_dimensions": ctx.i64_array(broadcast_dimensions)})
+
+
+def _lower_reshape(ctx, args, in_avals, out_avals, *, new_sizes):
+    return ctx.op("stablehlo.reshape", args, out_avals)
+
+
+def _lower_transpose(ctx, args, in_avals, out_avals, *, permutation):
+    return ctx.op("stablehlo.transpose", args, out_avals,
+                  {"permutation": ctx.i64_array(permutation)})
+
+
+def _lower_slice(ctx, args, in_avals, out_avals, *, start_indices, limit_indices, strides):
+    return ctx.op("stablehlo.slice", args, out_avals, {
+        "start_indices": ctx.i64_array(start_indices),
+        "limit_indices": ctx.i64_array(limit_indices), "strides": ctx.i64_array(strides)})
+
+
+def _lower_pad(ctx, args, in_avals, out_avals, *, padding_config):
+    return ctx.op("stablehlo.pad", args, out_avals, {
+        "edge_padding_low": ctx.i64_array([lo for lo, _, _ in padding_config]),
+        "edge_padding_high": ctx.i64_array([hi for _, hi, _ in padding_config]),
+        "interior_padding": ctx.i64_array([i for _, _, i in padding_config])})
+
+
+def _lower_concatenate(ctx, args, in_avals, out_avals, *, dimension):
+    return ctx.op("stablehlo.concatenate", args, out_avals,
+                  {"dimension": ctx.i64_attr(dimension)})
+
+
+def _lower_rev(ctx, args, in_avals, out_avals, *, dimensions):
+    return ctx.op("stablehlo.reverse", args, out_avals,
+                  {"dimensions": ctx.i64_array(dimensions)})
+
+
+def _lower_iota(ctx, args, in_avals, out_avals, *, dtype, shape, dimension):
+    (aval,) = out_avals
+    if aval.dtype == np.bool_ or not aval.shape:
+        # stablehlo.iota needs rank >= 1 and a numeric type
+        line = np.broadcast_to(_iota_impl(dtype=dtype, shape=shape, dimension=dimension), shape)
+        return [ctx.constant(np.ascontiguousarray(line))]
+    return ctx.op("stablehlo.iota", [], out_avals, {"iota_dimension": ctx.i64_attr(dimension)})
+
+
+broadcast_in_dim_p.lower = _lower_broadcast
+reshape_p.lower = _lower_reshape
+transpose_p.lower = _lower_transpose
+slice_p.lower = _lower_slice
+pad_p.lower = _lower_pad
+concatenate_p.lower = _lower_concatenate
+rev_p.lower = _lower_rev
+iota_p.lower = _lower_iota

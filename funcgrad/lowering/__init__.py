@@ -1,0 +1,1 @@
+"""Lowering: IR -> MLIR (StableHLO built in-process), IREE compilation, run-time, caches."""

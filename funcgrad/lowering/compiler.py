@@ -1,0 +1,178 @@
+"""Compiling MLIR with IREE, and the on-disk cache of compiled modules.
+
+One ``iree.compiler.api.Session`` per target (flags measured in ../shared/DESIGN.md);
+modules are built in the session's own context.  Compiled modules are cached in memory
+and on disk under ``FUNCGRAD_CACHE_DIR`` (default: the user cache dir), keyed by the MLIR
+text, the flags, the IREE version and the CPU model, written atomically (temp file +
+rename); a corrupt entry is ignored and rebuilt.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import platform
+import tempfile
+import threading
+import time
+
+logger = logging.getLogger("funcgrad.jit")
+
+CPU_FLAGS = (
+    "--iree-hal-target-device=local",
+    "--iree-hal-local-target-device-backends=llvm-cpu",
+    "--iree-llvmcpu-target-cpu=host",
+    "--iree-opt-data-tiling=true",
+    "--iree-input-type=stablehlo",
+    "--iree-input-demote-f64-to-f32=false",
+    "--iree-input-demote-i64-to-i32=false",
+)
+_MAGIC = b"FGVMFB1\n"
+
+
+class CompileError(RuntimeError):
+    """IREE rejected a module; carries the compiler's diagnostics."""
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def cache_dir() -> str:
+    """Where compiled modules are cached: ``FUNCGRAD_CACHE_DIR`` or the user cache dir."""
+    env = os.environ.get("FUNCGRAD_CACHE_DIR")
+    if env:
+        return env
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "funcgrad")
+
+
+class _SessionHolder:
+    """The compiler session of one target, created on first use (imports IREE lazily)."""
+
+    def __init__(self, flags):
+        self.flags = tuple(flags)
+        self.lock = threading.RLock()
+        self._session = None
+
+    @property
+    def session(self):
+        if self._session is None:
+            from iree.compiler.api import Session
+
+            session = Session()
+            session.set_flags(*self.flags)
+            session.context.load_all_available_dialects()
+            self._session = session
+        return self._session
+
+
+_SESSIONS = {"cpu": _SessionHolder(CPU_FLAGS)}
+_MEMORY_CACHE: dict[str, bytes] = {}
+
+
+def session_for(target: str = "cpu"):
+    return _SESSIONS[target]
+
+
+def _version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("iree-base-compiler")
+    except Exception:
+        return "unknown"
+
+
+def cache_key(mlir_text: str, flags) -> str:
+    h = hashlib.sha256()
+    for part in (mlir_text, "\0".join(flags), _version(), _cpu_model()):
+        h.update(part.encode())
+        h.update(b"\1")
+    return h.hexdigest()
+
+
+def _read_cache(path: str) -> bytes | None:
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError:
+        return None
+    if not data.startswith(_MAGIC) or len(data) < len(_MAGIC) + 32:
+        logger.info("ignoring corrupt cache entry %s", path)
+        return None
+    digest, payload = data[len(_MAGIC):len(_MAGIC) + 32], data[len(_MAGIC) + 32:]
+    if hashlib.sha256(payload).digest() != digest:
+        logger.info("ignoring corrupt cache entry %s (checksum mismatch)", path)
+        return None
+    return payload
+
+
+def _write_cache(path: str, payload: bytes) -> None:
+    directory = os.path.dirname(path)
+    try:
+        os.makedirs(directory, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=".vmfb")
+        with os.fdopen(fd, "wb") as f:
+            f.write(_MAGIC + hashlib.sha256(payload).digest() + payload)
+        os.replace(tmp, path)
+    except OSError as err:  # a read-only or full disk must not break jit
+        logger.info("could not write the compile cache at %s: %s", directory, err)
+
+
+def compile_module(module, holder: _SessionHolder, name: str = "main") -> bytes:
+    """Compile an MLIR module (built in ``holder``'s context) to a VM flatbuffer."""
+    text = str(module)
+    key = cache_key(text, holder.flags)
+    cached = _MEMORY_CACHE.get(key)
+    if cached is not None:
+        return cached
+    path = os.path.join(cache_dir(), key[:2], key + ".vmfb")
+    payload = _read_cache(path)
+    if payload is not None:
+        _MEMORY_CACHE[key] = payload
+        return payload
+    start = time.perf_counter()
+    payload = _compile(module, holder, name)
+    elapsed = time.perf_counter() - start
+    if os.environ.get("FUNCGRAD_LOG_COMPILES") not in (None, "", "0"):
+        logger.warning("compiled %s in %.3f s", name, elapsed)
+    else:
+        logger.debug("compiled %s in %.3f s", name, elapsed)
+    _MEMORY_CACHE[key] = payload
+    _write_cache(path, payload)
+    return payload
+
+
+def _compile(module, holder: _SessionHolder, name: str) -> bytes:
+    from iree.compiler.api import Output
+
+    with holder.lock:
+        session = holder.session
+        invocation = session.invocation()
+        diagnostics = []
+        try:
+            invocation.enable_console_diagnostics()
+        except Exception:
+            pass
+        if not module.operation.verify():
+            raise CompileError(f"jit: the MLIR built for {name} does not verify:\n{module}")
+        invocation.import_module(module.operation)
+        if not invocation.execute():
+            raise CompileError(f"jit: IREE failed to compile {name}; diagnostics above. "
+                               f"MLIR:\n{_truncate(str(module))}{''.join(diagnostics)}")
+        output = Output.open_membuffer()
+        invocation.output_vm_bytecode(output)
+        return bytes(output.map_memory())
+
+
+def _truncate(text: str, limit: int = 20000) -> str:
+    return text if len(text) <= limit else text[:limit] + "\n... (truncated)"

@@ -1,0 +1,202 @@
+"""IR -> MLIR: builds a StableHLO module in-process with the MLIR Python bindings.
+
+Each primitive's ``lower`` rule receives a ``LoweringContext`` and the MLIR values of its
+inputs and returns the values of its outputs; the context offers the few builders every
+rule needs (``op``, ``constant``, types, attributes, regions).  Operations are created
+inside the compiler session's own MLIR context with every dialect loaded, so nothing is
+ever created unregistered (which would crash the compiler, see docs/design.md).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from funcgrad.core import dtypes
+from funcgrad.core.abstract import ShapedArray
+from funcgrad.core.ir import IR, Literal
+
+
+class LoweringError(RuntimeError):
+    """A primitive could not be lowered to MLIR; names the primitive and the reason."""
+
+
+def _ir():
+    from iree.compiler import ir
+
+    return ir
+
+
+class LoweringContext:
+    """Builders shared by lowering rules, bound to one MLIR context and module."""
+
+    def __init__(self, mlir_context, platform: str = "cpu"):
+        self.context = mlir_context
+        self.platform = platform
+        ir = _ir()
+        self.ir = ir
+        with mlir_context, ir.Location.unknown():
+            self.module = ir.Module.create()
+        self._func_count = 0
+
+    # -- types and attributes -----------------------------------------------------------
+    def element_type(self, dtype):
+        ir = self.ir
+        dtype = np.dtype(dtype)
+        if dtype == dtypes.bfloat16:
+            return ir.BF16Type.get()
+        kind, bits = dtype.kind, dtype.itemsize * 8
+        if kind == "f":
+            return {16: ir.F16Type, 32: ir.F32Type, 64: ir.F64Type}[bits].get()
+        if kind == "b":
+            return ir.IntegerType.get_signless(1)
+        if kind == "i":
+            return ir.IntegerType.get_signless(bits)
+        if kind == "u":
+            return ir.IntegerType.get_unsigned(bits)
+        if kind == "c":
+            return ir.ComplexType.get(ir.F32Type.get() if bits == 64 else ir.F64Type.get())
+        raise LoweringError(f"no MLIR element type for dtype {dtype.name}")
+
+    def tensor_type(self, aval: ShapedArray):
+        return self.ir.RankedTensorType.get(list(aval.shape), self.element_type(aval.dtype))
+
+    def i64_array(self, values):
+        return self.ir.DenseI64ArrayAttr.get([int(v) for v in values])
+
+    def attr(self, text: str):
+        """An attribute from its textual form, e.g. ``#stablehlo<comparison_direction LT>``."""
+        return self.ir.Attribute.parse(text)
+
+    def bool_attr(self, value: bool):
+        return self.ir.BoolAttr.get(bool(value))
+
+    def i64_attr(self, value: int):
+        return self.ir.IntegerAttr.get(self.ir.IntegerType.get_signless(64), int(value))
+
+    # -- operations -------------------------------------------------------------------------
+    def op(self, name: str, operands, result_avals, attributes=None, regions: int = 0):
+        """Create operation ``name``; returns its results (a list), or the op itself when
+        it has regions to fill (then ``.results`` gives them)."""
+        ir = self.ir
+        result_types = [self.tensor_type(a) for a in result_avals]
+        operation = ir.Operation.create(name, results=result_types, operands=list(operands),
+                                        attributes=attributes or {}, regions=regions)
+        if regions:
+            return operation
+        return list(operation.results)
+
+    def op1(self, name, operands, result_aval, attributes=None):
+        return self.op(name, operands, [result_aval], attributes)[0]
+
+    def constant(self, value, dtype=None):
+        """A ``stablehlo.constant`` holding ``value`` (NumPy array or scalar)."""
+        ir = self.ir
+        array = np.asarray(value, dtype=dtype)
+        aval = ShapedArray(array.shape, array.dtype)
+        tensor_type = self.tensor_type(aval)
+        if array.dtype == np.bool_:
+            attr = ir.DenseElementsAttr.get(np.packbits(array, bitorder="little"),
+                                            type=tensor_type) if array.size > 1 else \
+                ir.DenseElementsAttr.get_splat(
+                    tensor_type, ir.BoolAttr.get(bool(array.reshape(-1)[0]) if array.size else False))
+        elif array.dtype == dtypes.bfloat16:
+            attr = ir.DenseElementsAttr.get(np.ascontiguousarray(array).view(np.uint16),
+                                            type=tensor_type)
+        else:
+            attr = ir.DenseElementsAttr.get(np.ascontiguousarray(array), type=tensor_type)
+        return self.op1("stablehlo.constant", [], aval, {"value": attr})
+
+    def full(self, value, aval: ShapedArray):
+        """A constant of ``aval``'s shape filled with ``value`` (a splat broadcast)."""
+        scalar = self.constant(np.asarray(value, dtype=aval.dtype))
+        if aval.shape == ():
+            return scalar
+        return self.op1("stablehlo.broadcast_in_dim", [scalar], aval,
+                        {"broadcast_dimensions": self.i64_array([])})
+
+    def block(self, region, arg_avals):
+        """Append a block with arguments of the given avals to ``region``."""
+        return region.blocks.append(*[self.tensor_type(a) for a in arg_avals])
+
+    def scalar_body(self, region, dtype, combine):
+        """Fill a reduction/scatter region: two scalars of ``dtype`` -> ``combine(a, b)``."""
+        ir = self.ir
+        scalar = ShapedArray((), dtype)
+        block = self.block(region, [scalar, scalar])
+        with ir.InsertionPoint(block):
+            result = combine(*block.arguments)
+            self.op("stablehlo.return", [result], [])
+        return block
+
+    # -- lowering an IR ---------------------------------------------------------------------
+    def lower_ir(self, program: IR, args, consts=None):
+        """Emit ``program``'s equations at the current insertion point; returns outputs."""
+        env = {}
+        const_values = consts if consts is not None else [self.constant(np.asarray(c))
+                                                          for c in program.consts]
+        env.update(zip(program.const_vars, const_values))
+        env.update(zip(program.in_vars, args))
+
+        def read(x):
+            if isinstance(x, Literal):
+                return self.constant(np.asarray(x.value))
+            return env[x]
+
+        for eqn in program.equations:
+            rule = eqn.prim.lower
+            if rule is None:
+                raise LoweringError(f"no MLIR lowering rule for primitive '{eqn.prim.name}'")
+            in_avals = [x.aval for x in eqn.inputs]
+            out_avals = [v.aval for v in eqn.outputs]
+            try:
+                outs = rule(self, [read(x) for x in eqn.inputs], in_avals, out_avals,
+                            **eqn.params)
+            except LoweringError:
+                raise
+            except Exception as err:  # a rule's bug or an unsupported case: name it
+                raise LoweringError(f"lowering '{eqn.prim.name}' (inputs "
+                                    f"{[a.str_short() for a in in_avals]}) failed: "
+                                    f"{type(err).__name__}: {err}") from err
+            outs = outs if isinstance(outs, (list, tuple)) else [outs]
+            if len(outs) != len(eqn.outputs):
+                raise LoweringError(f"lowering rule of '{eqn.prim.name}' returned {len(outs)} "
+                                    f"values, expected {len(eqn.outputs)}")
+            env.update(zip(eqn.outputs, outs))
+        return [read(x) for x in program.outputs]
+
+    def region_from_ir(self, region, program: IR, arg_avals=None):
+        """Fill ``region`` with one block running ``program`` and returning its outputs."""
+        ir = self.ir
+        avals = program.in_avals if arg_avals is None else arg_avals
+        block = self.block(region, avals)
+        with ir.InsertionPoint(block):
+            outs = self.lower_ir(program, list(block.arguments))
+            self.op("stablehlo.return", outs, [])
+        return block
+
+    def add_function(self, program: IR, name: str, arg_avals, public: bool = True):
+        """Add ``func.func @name`` computing ``program`` (its consts become leading args)."""
+        ir = self.ir
+        from iree.compiler.dialects import func
+
+        with self.context, ir.Location.unknown(), ir.InsertionPoint(self.module.body):
+            in_types = [self.tensor_type(a) for a in arg_avals]
+            out_types = [self.tensor_type(v.aval.strip_weak()) for v in program.outputs]
+            fn = func.FuncOp(name, ir.FunctionType.get(in_types, out_types))
+            if not public:
+                fn.attributes["sym_visibility"] = ir.StringAttr.get("private")
+            block = fn.add_entry_block()
+            with ir.InsertionPoint(block):
+                n_const = len(program.const_vars)
+                args = list(block.arguments)
+                outs = self.lower_ir(program, args[n_const:], consts=args[:n_const])
+                func.ReturnOp(outs)
+        return fn
+
+
+def lower_module(program: IR, mlir_context, name: str = "main", platform: str = "cpu"):
+    """A module with one public function running ``program``; consts are leading args."""
+    ctx = LoweringContext(mlir_context, platform)
+    arg_avals = [v.aval.strip_weak() for v in program.const_vars + program.in_vars]
+    ctx.add_function(program, name, arg_avals)
+    return ctx.module

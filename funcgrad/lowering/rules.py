@@ -1,0 +1,140 @@
+"""Lowering-rule builders shared by the primitive families.
+
+A lowering rule has the signature ``rule(ctx, args, in_avals, out_avals, **params)`` and
+returns the MLIR values of the outputs (see ``funcgrad.lowering.mlir``).  The families
+declare their rules next to their other rules using these builders; nothing here imports
+IREE, so ``import funcgrad`` stays fast.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from funcgrad.core import dtypes
+from funcgrad.core.abstract import ShapedArray
+
+
+def elementwise(op_name: str):
+    """A rule emitting one StableHLO/CHLO elementwise operation."""
+
+    def rule(ctx, args, in_avals, out_avals, **params):
+        return ctx.op(op_name, args, out_avals)
+
+    rule.__name__ = f"lower_{op_name.split('.')[-1]}"
+    return rule
+
+
+def compare_type(dtype) -> str:
+    if dtypes.is_inexact(dtype):
+        return "FLOAT"
+    if dtype.kind == "i":
+        return "SIGNED"
+    return "UNSIGNED"
+
+
+def compare(ctx, a, b, aval: ShapedArray, direction: str):
+    """``stablehlo.compare`` of two values of ``aval``'s dtype; a bool tensor."""
+    out = ShapedArray(aval.shape, dtypes.bool_)
+    return ctx.op1("stablehlo.compare", [a, b], out, {
+        "comparison_direction": ctx.attr(f"#stablehlo<comparison_direction {direction}>"),
+        "compare_type": ctx.attr(f"#stablehlo<comparison_type {compare_type(aval.dtype)}>"),
+    })
+
+
+def comparison(direction: str):
+    def rule(ctx, args, in_avals, out_avals, **params):
+        return [compare(ctx, args[0], args[1], in_avals[0], direction)]
+
+    rule.__name__ = f"lower_compare_{direction.lower()}"
+    return rule
+
+
+def select(ctx, pred, on_true, on_false, aval: ShapedArray):
+    return ctx.op1("stablehlo.select", [pred, on_true, on_false], aval)
+
+
+def integer_division(op_name: str, by_zero):
+    """Integer div/rem guarded so division by zero gives XLA's values (``by_zero(x)``)
+    instead of undefined behaviour; floats use the plain operation."""
+
+    def rule(ctx, args, in_avals, out_avals, **params):
+        x, y = args
+        aval = out_avals[0]
+        if dtypes.is_inexact(aval.dtype):
+            return ctx.op(op_name, [x, y], out_avals)
+        zero, one = ctx.full(0, aval), ctx.full(1, aval)
+        is_zero = compare(ctx, y, zero, aval, "EQ")
+        safe = select(ctx, is_zero, one, y, aval)
+        out = ctx.op1(op_name, [x, safe], aval)
+        if aval.dtype.kind == "i":
+            # INT_MIN / -1 overflows in hardware; XLA gives INT_MIN (rem: 0)
+            minimum = ctx.full(np.iinfo(aval.dtype).min, aval)
+            minus_one = ctx.full(-1, aval)
+            overflow = ctx.op1("stablehlo.and", [compare(ctx, x, minimum, aval, "EQ"),
+                                                compare(ctx, y, minus_one, aval, "EQ")],
+                               ShapedArray(aval.shape, dtypes.bool_))
+            safe2 = select(ctx, overflow, one, safe, aval)
+            out = ctx.op1(op_name, [x, safe2], aval)
+            out = select(ctx, overflow, ctx.full(np.iinfo(aval.dtype).min if
+                                                 op_name.endswith("divide") else 0, aval),
+                         out, aval)
+        return [select(ctx, is_zero, by_zero(ctx, x, aval), out, aval)]
+
+    return rule
+
+
+def reduce_region(ctx, op, dtype, combine_op: str):
+    """Fill ``op``'s first region with ``combine_op`` of two scalars."""
+    scalar = ShapedArray((), dtype)
+    ctx.scalar_body(op.regions[0], dtype,
+                    lambda a, b: ctx.op1(combine_op, [a, b], scalar))
+
+
+def reduction(combine_op: str, init):
+    """``stablehlo.reduce`` over ``axes`` with a scalar combiner and an init value
+    (``init(dtype)`` gives it)."""
+
+    def rule(ctx, args, in_avals, out_avals, *, axes):
+        (x,), (aval,), (out,) = args, in_avals, out_avals
+        init_value = ctx.constant(np.asarray(init(aval.dtype), dtype=aval.dtype))
+        op = ctx.op("stablehlo.reduce", [x, init_value], [out],
+                    {"dimensions": ctx.i64_array(axes)}, regions=1)
+        reduce_region(ctx, op, aval.dtype, combine_op)
+        return list(op.results)
+
+    return rule
+
+
+def lowest(dtype):
+    if dtype == np.bool_:
+        return False
+    if dtypes.is_inexact(dtype):
+        return -np.inf
+    return np.iinfo(dtype).min
+
+
+def highest(dtype):
+    if dtype == np.bool_:
+        return True
+    if dtypes.is_inexact(dtype):
+        return np.inf
+    return np.iinfo(dtype).max
+
+
+def via(function):
+    """A rule that lowers the IR of ``function(*args, **params)``: for primitives best
+    expressed as compositions of others when compiled (scans, decompositions)."""
+
+    def rule(ctx, args, in_avals, out_avals, **params):
+        from funcgrad.transforms.tracing import trace_to_ir
+
+        program = trace_to_ir(lambda *xs: _as_list(function(*xs, **params)),
+                              [a.strip_weak() for a in in_avals], name="lowering")
+        return ctx.lower_ir(program, args)
+
+    rule.__name__ = f"lower_via_{getattr(function, '__name__', 'function')}"
+    return rule
+
+
+def _as_list(out):
+    return list(out) if isinstance(out, (list, tuple)) else [out]

@@ -1,0 +1,403 @@
+"""jit: trace once per signature, lower to MLIR, compile with IREE, run compiled.
+
+``jit(f)(*args)`` traces ``f`` to an IR the first time it sees an input signature (tree
+structure, each leaf's shape/dtype/weak type, static arguments' values), caches the IR
+and its compiled executable, and afterwards only runs the executable.  Under another
+transformation the traced program is bound as a ``jit_call`` primitive, whose JVP,
+batching, partial-evaluation and transpose rules transform the IR and bind ``jit_call``
+again, so ``grad(jit(f))``, ``vmap(jit(f))`` and ``jit(grad(f))`` all run compiled code.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import logging
+import os
+
+import numpy as np
+import optree
+
+from funcgrad.core import interpreter as _interp
+from funcgrad.core.abstract import ShapedArray
+from funcgrad.core.ir import IR
+from funcgrad.core.primitive import Primitive, UndefinedPrimal
+from funcgrad.core.tensor import Tensor, device_buffer, wrap_device
+from funcgrad.transforms.ad import as_tensor, tree_flatten, tree_unflatten, zeros_for
+from funcgrad.transforms.ir_transforms import batch_ir, jvp_ir, partial_eval_ir, transpose_ir
+from funcgrad.transforms.tracing import hoist_consts, trace_to_ir
+
+logger = logging.getLogger("funcgrad.jit")
+jit_p = Primitive("jit_call", multiple_results=True)
+jit_p.takes_tensors = True
+
+# functions whose estimated work is above this run on all cores (local-task); below it the
+# thread wake-up of local-task costs more than it saves (DESIGN.md: 8-28 us vs 1.7 us)
+_PARALLEL_WORK = 2_000_000
+
+
+class DonatedBufferError(RuntimeError):
+    """A tensor donated to a jit call was used again."""
+
+
+class _Donated:
+    """Stands in for the buffer of a donated tensor."""
+
+    def __init__(self, name):
+        self.name = name
+
+    def to_numpy(self):
+        raise DonatedBufferError(f"{self.name}: this tensor was donated to a jit call "
+                                 "(donate_argnums) and its buffer may have been reused; "
+                                 "use the call's result instead")
+
+    shape = property(lambda self: self.to_numpy())
+    dtype = shape
+
+
+def _estimated_work(program: IR) -> int:
+    work = 0
+    for eqn in program.equations:
+        out = sum(v.aval.size for v in eqn.outputs)
+        if eqn.prim.name == "dot_general":
+            (lc, _), _ = eqn.params["dimension_numbers"]
+            k = int(np.prod([eqn.inputs[0].aval.shape[a] for a in lc], dtype=np.int64))
+            out *= max(k, 1)
+        work += out
+        for value in eqn.params.values():
+            if isinstance(value, IR):
+                work += _estimated_work(value) * max(eqn.params.get("length", 1), 1)
+            elif isinstance(value, tuple) and value and isinstance(value[0], IR):
+                work += max(_estimated_work(v) for v in value)
+    return work
+
+
+def executable_for(program: IR):
+    """The compiled executable of ``program`` (built and cached on first use)."""
+    exe = getattr(program, "_executable", None)
+    if exe is not None:
+        return exe
+    from funcgrad.lowering.compiler import compile_module, session_for
+    from funcgrad.lowering.mlir import lower_module
+    from funcgrad.lowering.runtime import Executable
+
+    holder = session_for("cpu")
+    with holder.lock:
+        with holder.session.context:
+            module = lower_module(program, holder.session.context)
+        vmfb = compile_module(module, holder, getattr(program, "_name", "main"))
+    driver = "local-task" if _estimated_work(program) > _PARALLEL_WORK else "local-sync"
+    exe = Executable(vmfb, [v.aval.strip_weak() for v in program.outputs], driver=driver)
+    program._executable = exe
+    return exe
+
+
+def _run_compiled(program: IR, tensors):
+    exe = executable_for(program)
+    buffers = []
+    for t in list(program.consts) + list(tensors):
+        t = as_tensor(t)
+        dev = device_buffer(t)
+        buffers.append(dev if dev is not None and not isinstance(dev, _Donated)
+                       else np.asarray(t._buf))
+    outs = exe(buffers)
+    return [wrap_device(o) for o in outs]
+
+
+def _jit_impl(*args, program, name):
+    return _run_compiled(program, args)
+
+
+def _jit_abstract_eval(*args, program, name):
+    return [v.aval.strip_weak() for v in program.outputs]
+
+
+def _jit_jvp(primals, tangents, *, program, name):
+    nonzero = [t is not None for t in tangents]
+    new, out_nonzero = jvp_ir(program, nonzero, instantiate=False)
+    new = _closed(new, f"jvp_{name}")
+    n_out = len(program.outputs)
+    outs = jit_p.bind(*new.consts, *primals, *[t for t in tangents if t is not None],
+                      program=new.program, name=f"jvp_{name}")
+    it = iter(outs[n_out:])
+    return outs[:n_out], [next(it) if nz else None for nz in out_nonzero]
+
+
+def _jit_batch(axis_size, args, dims, *, program, name):
+    from funcgrad.core.prims.structural import moveaxis
+
+    moved = [a if d is None else (a if d == 0 else moveaxis(a, d, 0)) for a, d in zip(args, dims)]
+    new, out_batched = batch_ir(program, axis_size, [d is not None for d in dims],
+                                instantiate=False)
+    new = _closed(new, f"vmap_{name}")
+    outs = jit_p.bind(*new.consts, *moved, program=new.program, name=f"vmap_{name}")
+    return outs, [0 if b else None for b in out_batched]
+
+
+def _jit_partial_eval(trace, args, params):
+    program, name = params["program"], params["name"]
+    unknowns = [trace.is_own(a) for a in args]
+    (known_ir, known_consts), unknown_ir, out_unknowns, _ = partial_eval_ir(program, unknowns)
+    n_known = out_unknowns.count(False)
+    known_args = [a for a, u in zip(args, unknowns) if not u]
+    known = _Closed(known_ir, [], f"{name}_known")
+    with _interp.using(trace.parent):
+        known_results = jit_p.bind(*known_consts, *known_args, program=known.program,
+                                   name=known.name)
+    known_outs, residuals = known_results[:n_known], known_results[n_known:]
+    unknown_args = [a for a, u in zip(args, unknowns) if u]
+    unknown_avals = [v.aval.strip_weak() for v, u in zip(program.outputs, out_unknowns) if u]
+    unknown_outs = trace.stage(jit_p, [*residuals, *unknown_args],
+                               dict(program=unknown_ir, name=f"{name}_lin"), unknown_avals)
+    known_it, unknown_it = iter(known_outs), iter(unknown_outs)
+    return [next(unknown_it) if u else next(known_it) for u in out_unknowns]
+
+
+def _jit_transpose(cts, *args, program, name):
+    linear = [isinstance(a, UndefinedPrimal) for a in args]
+    cts = [zeros_for(v.aval.strip_weak()) if c is None else c
+           for c, v in zip(cts, program.outputs)]
+    new = _closed(transpose_ir(program, linear), f"transpose_{name}")
+    res = [a for a in args if not isinstance(a, UndefinedPrimal)]
+    outs = iter(jit_p.bind(*new.consts, *res, *cts, program=new.program, name=new.name))
+    return [next(outs) if lin else None for lin in linear]
+
+
+def _jit_lower(ctx, args, in_avals, out_avals, *, program, name):
+    return ctx.lower_ir(program, args)
+
+
+class _Closed:
+    """An IR with its constants hoisted into leading inputs, and those constants."""
+
+    def __init__(self, program, consts, name):
+        self.program, self.consts, self.name = program, consts, name
+
+
+def _closed(program: IR, name: str) -> _Closed:
+    hoisted, consts = hoist_consts(program)
+    return _Closed(hoisted, consts, name)
+
+
+jit_p.impl = _jit_impl
+jit_p.abstract_eval = _jit_abstract_eval
+jit_p.jvp = _jit_jvp
+jit_p.batch = _jit_batch
+jit_p.partial_eval = _jit_partial_eval
+jit_p.transpose = _jit_transpose
+jit_p.lower = _jit_lower
+jit_p.linear = True
+
+
+# --- the user-facing wrapper ------------------------------------------------------------------
+
+
+def _hashable(value, what):
+    try:
+        hash(value)
+    except TypeError:
+        raise TypeError(f"jit: static argument {what} of type {type(value).__name__} is not "
+                        "hashable; static arguments must be hashable (use a tuple instead of "
+                        "a list, or pass it as a regular argument)") from None
+    return value
+
+
+class _Entry:
+    __slots__ = ("program", "consts", "out_tree", "name")
+
+    def __init__(self, program, consts, out_tree, name):
+        self.program, self.consts, self.out_tree, self.name = program, consts, out_tree, name
+
+
+class Lowered:
+    """``jit(f).lower(*args)``: the MLIR of one signature; ``.as_text()``, ``.compile()``."""
+
+    def __init__(self, entry: _Entry):
+        self._entry = entry
+
+    def as_text(self) -> str:
+        from funcgrad.lowering.compiler import session_for
+        from funcgrad.lowering.mlir import lower_module
+
+        holder = session_for("cpu")
+        with holder.lock, holder.session.context:
+            return str(lower_module(self._entry.program, holder.session.context))
+
+    def compile(self) -> Compiled:
+        executable_for(self._entry.program)
+        return Compiled(self._entry)
+
+
+class Compiled:
+    """A compiled signature of a jitted function; call it with matching arguments."""
+
+    def __init__(self, entry: _Entry):
+        self._entry = entry
+
+    def __call__(self, *args):
+        flat, _ = tree_flatten(args)
+        outs = _run_compiled(self._entry.program, [*self._entry.consts, *flat])
+        return tree_unflatten(self._entry.out_tree, outs)
+
+
+class Jitted:
+    """The callable ``jit`` returns (see ``jit``)."""
+
+    def __init__(self, fun, static_argnums=(), static_argnames=(), donate_argnums=()):
+        functools.update_wrapper(self, fun)
+        self.fun = fun
+        as_tuple = lambda x: (x,) if isinstance(x, (int, str)) else tuple(x)
+        self.static_argnums = as_tuple(static_argnums)
+        self.static_argnames = as_tuple(static_argnames)
+        self.donate_argnums = as_tuple(donate_argnums)
+        try:
+            self._signature = inspect.signature(fun)
+        except (TypeError, ValueError):
+            self._signature = None
+        self._cache: dict = {}
+        self._last_key = None
+        self._name = getattr(fun, "__name__", "fun")
+
+    def _split(self, args, kwargs):
+        nargs = len(args)
+        static_pos = {i % nargs for i in self.static_argnums if -nargs <= i < nargs}
+        static = tuple((i, _hashable(args[i], f"#{i}")) for i in sorted(static_pos))
+        static_kw = tuple(sorted((k, _hashable(v, repr(k))) for k, v in kwargs.items()
+                                 if k in self.static_argnames))
+        dyn_args = tuple(a for i, a in enumerate(args) if i not in static_pos)
+        dyn_kwargs = {k: v for k, v in kwargs.items() if k not in self.static_argnames}
+        return static, static_kw, dyn_args, dyn_kwargs, static_pos
+
+    def _entry(self, args, kwargs):
+        static, static_kw, dyn_args, dyn_kwargs, static_pos = self._split(args, kwargs)
+        flat, in_tree = tree_flatten((dyn_args, dyn_kwargs))
+        flat = [as_tensor(x) for x in flat]
+        avals = tuple(_signature_aval(x) for x in flat)
+        key = (in_tree, avals, static, static_kw)
+        entry = self._cache.get(key)
+        if entry is None:
+            if self._last_key is not None:
+                logger.info("jit(%s): retracing because %s", self._name,
+                            _why_retrace(self._last_key, key, (dyn_args, dyn_kwargs)))
+            entry = self._trace(args, kwargs, static_pos, in_tree, avals)
+            self._cache[key] = entry
+        self._last_key = key
+        return entry, flat
+
+    def _trace(self, args, kwargs, static_pos, in_tree, avals):
+        fun = self.fun
+        store = {}
+
+        def flat_fun(*leaves):
+            dyn_args, dyn_kwargs = tree_unflatten(in_tree, list(leaves))
+            it = iter(dyn_args)
+            full = [args[i] if i in static_pos else next(it) for i in range(len(args))]
+            kw = {**{k: v for k, v in kwargs.items() if k in self.static_argnames},
+                  **dyn_kwargs}
+            out = fun(*full, **kw)
+            out_flat, store["tree"] = tree_flatten(out)
+            return [as_tensor(o) for o in out_flat]
+
+        in_avals = [ShapedArray(shape, dtype, weak) for shape, dtype, weak in avals]
+        program = trace_to_ir(flat_fun, in_avals, name=f"jit({self._name})")
+        hoisted, consts = hoist_consts(program)
+        hoisted._name = self._name
+        return _Entry(hoisted, consts, store["tree"], self._name)
+
+    def __call__(self, *args, **kwargs):
+        entry, flat = self._entry(args, kwargs)
+        concrete = _interp.current() is _interp.EAGER and all(type(x) is Tensor for x in flat)
+        if concrete:
+            outs = _run_compiled(entry.program, [*entry.consts, *flat])
+            self._donate(args, kwargs)
+        else:
+            outs = jit_p.bind(*entry.consts, *flat, program=entry.program, name=entry.name)
+        return tree_unflatten(entry.out_tree, outs)
+
+    def _donate(self, args, kwargs):
+        for i in self.donate_argnums:
+            if i < len(args):
+                for leaf in tree_flatten(args[i])[0]:
+                    if type(leaf) is Tensor:
+                        _mark_donated(leaf, f"argument {i} of jit({self._name})")
+
+    def lower(self, *args, **kwargs) -> Lowered:
+        """The MLIR this function compiles to for these arguments."""
+        entry, _ = self._entry(args, kwargs)
+        return Lowered(entry)
+
+    def clear_cache(self):
+        self._cache.clear()
+        self._last_key = None
+
+
+def _mark_donated(t: Tensor, name: str):
+    try:
+        del t._buf
+    except AttributeError:
+        pass
+    t._dev = _Donated(name)
+
+
+def _signature_aval(x: Tensor):
+    dev = device_buffer(x)
+    if isinstance(dev, _Donated):
+        dev.to_numpy()
+    if dev is not None and type(x) is Tensor:
+        return (dev.shape, dev.dtype, x._weak)
+    aval = x.aval
+    return (aval.shape, aval.dtype, aval.weak_type)
+
+
+def _why_retrace(old, new, tree_value) -> str:
+    old_tree, old_avals, old_static, old_kw = old
+    new_tree, new_avals, new_static, new_kw = new
+    if old_static != new_static or old_kw != new_kw:
+        return f"a static argument changed: {old_static + old_kw} -> {new_static + new_kw}"
+    if old_tree != new_tree:
+        return f"the argument tree structure changed: {old_tree} -> {new_tree}"
+    paths = optree.tree_paths(tree_value, namespace="funcgrad")
+    for path, a, b in zip(paths, old_avals, new_avals):
+        if a != b:
+            where = "".join(f"[{p!r}]" for p in path[1:]) or "argument"
+            what = "shape" if a[0] != b[0] else "dtype" if a[1] != b[1] else "weak type"
+            return (f"argument {where} changed {what}: {_fmt(a)} -> {_fmt(b)}")
+    return "the signature changed"
+
+
+def _fmt(sig) -> str:
+    shape, dtype, weak = sig
+    return f"{np.dtype(dtype).name}{list(shape)}{' (weak)' if weak else ''}"
+
+
+def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=()):
+    """Compile ``fun`` through MLIR and IREE; traces once per input signature.
+
+    Python side effects in ``fun`` run only while tracing.  ``static_argnums`` /
+    ``static_argnames`` mark hashable arguments whose values are baked into the program;
+    ``donate_argnums`` lets the compiled call consume those inputs (using them afterwards
+    raises).  ``f.lower(*args).as_text()`` shows the MLIR.
+
+    >>> f = fg.jit(lambda x: fnp.sin(x) * 2)
+    >>> f(fg.tensor([0.0, 1.0]))
+    tensor([0.       , 1.6829419], dtype=float32)
+    """
+    if fun is None:
+        return lambda f: jit(f, static_argnums=static_argnums, static_argnames=static_argnames,
+                             donate_argnums=donate_argnums)
+    return Jitted(fun, static_argnums, static_argnames, donate_argnums)
+
+
+def clear_caches():
+    """Forget in-memory compiled modules (the disk cache stays)."""
+    from funcgrad.lowering import compiler
+
+    compiler._MEMORY_CACHE.clear()
+
+
+def _log_env():
+    if os.environ.get("FUNCGRAD_LOG_RETRACE") not in (None, "", "0"):
+        logging.getLogger("funcgrad.jit").setLevel(logging.INFO)
+
+
+_log_env()
