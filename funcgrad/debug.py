@@ -63,3 +63,32 @@ debug_print_p.abstract_eval = lambda *args, **params: []
 debug_print_p.jvp = lambda primals, tangents, **params: (debug_print_p.bind(*primals, **params),
                                                          [])
 debug_print_p.batch = _debug_print_batch
+
+
+# --- compiled: a runtime trace whose callback formats and prints ---------------------------------
+
+_PRINT_KEYS: dict[str, tuple] = {}
+
+
+def _lower_debug_print(ctx, args, in_avals, out_avals, *, fmt, tree, batched):
+    from funcgrad.lowering import runtime
+
+    key = f"funcgrad.debug.print.{len(_PRINT_KEYS)}"
+    _PRINT_KEYS[key] = (fmt, tree, batched, [a.dtype for a in in_avals],
+                        [a.shape for a in in_avals])
+    runtime.TRACE_HANDLERS[key] = _print_trace
+    if args:
+        ctx.op("flow.tensor.trace", list(args), [], {
+            "key": ctx.ir.StringAttr.get(key),
+            "operandSegmentSizes": ctx.ir.DenseI32ArrayAttr.get([len(args), 0])})
+    else:
+        _emit(fmt, tree, [])
+    return []
+
+
+def _print_trace(key, arrays):
+    fmt, tree, batched, _, _ = _PRINT_KEYS[key]
+    _debug_print_impl(*arrays, fmt=fmt, tree=tree, batched=batched)
+
+
+debug_print_p.lower = _lower_debug_print

@@ -17,6 +17,8 @@ from funcgrad.core import dtypes
 
 _RUNTIMES: dict[str, object] = {}
 _LOCK = threading.Lock()
+# key -> handler(key, list of NumPy arrays) for runtime tensor traces (fg.debug.print)
+TRACE_HANDLERS: dict[str, object] = {}
 
 
 class _Runtime:
@@ -25,12 +27,35 @@ class _Runtime:
     def __init__(self, driver: str):
         import iree.runtime as rt
 
+        _quiet_shutdown()
         self.rt = rt
         self.config = rt.Config(driver)
         self.instance = self.config.vm_instance
         self.device = self.config.device
-        self.hal_module = rt.create_hal_module(self.instance, self.device)
+        self._sink = rt.HalModuleDebugSink(self._on_trace)
+        self.hal_module = rt.create_hal_module(self.instance, self.device,
+                                               debug_sink=self._sink)
         self.allocator = self.device.allocator
+
+
+    def _on_trace(self, key, views):
+        handler = TRACE_HANDLERS.get(key)
+        if handler is None:
+            return
+        arrays = [np.array(self.rt.DeviceArray(self.device, v, implicit_host_transfer=True)
+                           .to_host()) for v in views]
+        handler(key, arrays)
+
+
+def _quiet_shutdown():
+    """IREE objects still alive at interpreter exit make nanobind print a page of "leaked"
+    warnings; they are not leaks of ours (the process is ending), so silence them."""
+    try:
+        from iree._runtime_libs import _runtime
+
+        _runtime.disable_leak_checker()
+    except Exception:
+        pass
 
 
 def runtime(driver: str) -> _Runtime:
@@ -94,7 +119,9 @@ class Executable:
 
     def to_device(self, array: np.ndarray):
         """Copy a host array into a device buffer view."""
-        array = np.ascontiguousarray(array)
+        array = np.asarray(array)
+        if not array.flags.c_contiguous:  # (np.ascontiguousarray would make 0-d arrays 1-d)
+            array = array.copy()
         raw = _storage_dtype(array.dtype)
         element = self._map_type(array.dtype if raw == array.dtype or array.dtype == np.bool_
                                  else raw)

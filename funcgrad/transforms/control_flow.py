@@ -828,3 +828,102 @@ def fori_loop(lower, upper, body_fun, init_val):
         return i + 1, hi, body_fun(i, val)
 
     return while_loop(cond_fun, body, (lower_t, upper_t, init_val))[2]
+
+
+# =========================================================================================
+# MLIR lowering: stablehlo.case and stablehlo.while
+# =========================================================================================
+
+
+def _lower_cond(ctx, args, in_avals, out_avals, *, branches):
+    index, operands = args[0], args[1:]
+    op = ctx.op("stablehlo.case", [index], out_avals, regions=len(branches))
+    for region, branch in zip(op.regions, branches):
+        block = region.blocks.append()
+        with ctx.ir.InsertionPoint(block):
+            outs = ctx.lower_ir(branch, list(operands))
+            ctx.op("stablehlo.return", outs, [])
+    return list(op.results)
+
+
+def _while_loop_op(ctx, init, init_avals, cond_fn, body_fn):
+    """A stablehlo.while over ``init``; ``cond_fn(values) -> pred``, ``body_fn(values) ->
+    new values`` emit their ops inside the regions."""
+    op = ctx.op("stablehlo.while", init, init_avals, regions=2)
+    cond_block = ctx.block(op.regions[0], init_avals)
+    with ctx.ir.InsertionPoint(cond_block):
+        ctx.op("stablehlo.return", [cond_fn(list(cond_block.arguments))], [])
+    body_block = ctx.block(op.regions[1], init_avals)
+    with ctx.ir.InsertionPoint(body_block):
+        ctx.op("stablehlo.return", body_fn(list(body_block.arguments)), [])
+    return list(op.results)
+
+
+def _lower_while(ctx, args, in_avals, out_avals, *, cond_ir, body_ir, cond_nconsts,
+                 body_nconsts):
+    n_consts = cond_nconsts + body_nconsts
+
+    def cond_fn(values):
+        cc, carry = values[:cond_nconsts], values[n_consts:]
+        return ctx.lower_ir(cond_ir, cc + carry)[0]
+
+    def body_fn(values):
+        bc, carry = values[cond_nconsts:n_consts], values[n_consts:]
+        return values[:n_consts] + ctx.lower_ir(body_ir, bc + carry)
+
+    outs = _while_loop_op(ctx, list(args), [a.strip_weak() for a in in_avals], cond_fn, body_fn)
+    return outs[n_consts:]
+
+
+def _lower_scan(ctx, args, in_avals, out_avals, *, body, num_consts, num_carry, length,
+                reverse):
+    from funcgrad.lowering import rules
+
+    i32 = ShapedArray((), dtypes.int32)
+    consts, carry, xs = _split3(list(args), num_consts, num_carry)
+    x_avals = [a.strip_weak() for a in in_avals[num_consts + num_carry:]]
+    y_avals = out_avals[num_carry:]
+    ys = [ctx.full(0, a) for a in y_avals]
+    init = [ctx.constant(np.int32(0))] + consts + carry + xs + ys
+    init_avals = ([i32] + [a.strip_weak() for a in in_avals] + list(y_avals))
+    n_c, n_x = num_consts + num_carry, len(xs)
+
+    def step_index(i):
+        if not reverse:
+            return i
+        last = ctx.constant(np.int32(length - 1))
+        return ctx.op1("stablehlo.subtract", [last, i], i32)
+
+    def cond_fn(values):
+        return rules.compare(ctx, values[0], ctx.constant(np.int32(length)), i32, "LT")
+
+    def body_fn(values):
+        i = values[0]
+        c, carry_v = values[1:1 + num_consts], values[1 + num_consts:1 + n_c]
+        xs_v = values[1 + n_c:1 + n_c + n_x]
+        ys_v = values[1 + n_c + n_x:]
+        t = step_index(i)
+        zero = ctx.constant(np.int32(0))
+        x_t = []
+        for x, a in zip(xs_v, x_avals):
+            piece = ctx.op1("stablehlo.dynamic_slice", [x, t] + [zero] * (a.ndim - 1),
+                            ShapedArray((1, *a.shape[1:]), a.dtype),
+                            {"slice_sizes": ctx.i64_array((1, *a.shape[1:]))})
+            x_t.append(ctx.op1("stablehlo.reshape", [piece], ShapedArray(a.shape[1:], a.dtype)))
+        outs = ctx.lower_ir(body, c + carry_v + x_t)
+        new_carry, y_t = outs[:num_carry], outs[num_carry:]
+        new_ys = []
+        for acc, y, a in zip(ys_v, y_t, y_avals):
+            y1 = ctx.op1("stablehlo.reshape", [y], ShapedArray((1, *a.shape[1:]), a.dtype))
+            new_ys.append(ctx.op1("stablehlo.dynamic_update_slice",
+                                  [acc, y1, t] + [zero] * (a.ndim - 1), a))
+        one = ctx.constant(np.int32(1))
+        return ([ctx.op1("stablehlo.add", [i, one], i32)] + c + new_carry + xs_v + new_ys)
+
+    outs = _while_loop_op(ctx, init, init_avals, cond_fn, body_fn)
+    return outs[1 + num_consts:1 + n_c] + outs[1 + n_c + n_x:]
+
+
+cond_p.lower = _lower_cond
+while_p.lower = _lower_while
+scan_p.lower = _lower_scan

@@ -448,3 +448,25 @@ checkpoint_p.batch = _checkpoint_batch
 checkpoint_p.partial_eval = _checkpoint_partial_eval
 checkpoint_p.transpose = _checkpoint_transpose
 checkpoint_p.linear = True
+
+
+# --- MLIR lowering: the custom rules only matter to differentiation; compiled code runs the
+# function itself ---------------------------------------------------------------------------
+
+
+def _lower_call(ctx, args, in_avals, out_avals, *, call, **params):
+    return ctx.lower_ir(call, list(args))
+
+
+def _lower_custom_lin(ctx, args, in_avals, out_avals, **params):
+    from funcgrad.lowering.mlir import LoweringError
+
+    raise LoweringError("custom_lin: forward-mode differentiation of a custom_vjp function "
+                        "cannot be compiled (nor run); use grad, vjp or jacrev")
+
+
+custom_jvp_call_p.lower = _lower_call
+custom_vjp_call_p.lower = _lower_call
+checkpoint_p.lower = _lower_call
+custom_lin_p.lower = _lower_custom_lin
+stop_gradient_p.lower = lambda ctx, args, in_avals, out_avals: list(args)
