@@ -111,18 +111,24 @@ def _check_avals(prim, args, params, results):
 
 
 EAGER = EagerInterpreter(None)
-_state = threading.local()
+class _State(threading.local):
+    # a class attribute default: a plain threading.local would raise (and catch) an
+    # AttributeError inside getattr on every primitive application
+    interpreter = EAGER
+
+
+_state = _State()
 
 
 def current() -> Interpreter:
     """The interpreter primitives are bound to right now (eager outside transformations)."""
-    return getattr(_state, "interpreter", EAGER)
+    return _state.interpreter
 
 
 @contextlib.contextmanager
 def using(interpreter: Interpreter):
     """Make ``interpreter`` current for the duration of the block."""
-    previous = getattr(_state, "interpreter", EAGER)
+    previous = _state.interpreter
     _state.interpreter = interpreter
     try:
         yield interpreter

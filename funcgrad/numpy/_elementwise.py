@@ -4,14 +4,36 @@ from __future__ import annotations
 
 import math
 
+from sys import getrefcount
+
+import numpy as np
+
 from funcgrad.core import dtypes
+from funcgrad.core import interpreter as _interp
+from funcgrad.core import reuse
+from funcgrad.core.tensor import Tensor, wrap
 from funcgrad.core.prims import elementwise as ew
 from funcgrad.core.prims.structural import full, full_like
 from funcgrad.numpy._util import apply_elementwise, asarray, promote
 
 
 def _unary(name, prim, *, inexact: bool, doc: str):
+    impl = prim.impl
+    direct = isinstance(impl, np.ufunc) or getattr(impl, "accepts_out", False)
+
     def fn(x):
+        refs = getrefcount(x)  # first, before anything below references x again
+        if (direct and type(x) is Tensor and _interp.current() is _interp.EAGER
+                and not _interp.config.debug_nans):
+            # eager fast path for float tensors: the ufunc directly, into x's buffer when
+            # x is a temporary (see funcgrad.core.reuse)
+            a = x._buf
+            if a.dtype.kind == "f":
+                out = a if reuse.reusable(x, refs, reuse.CALL_ARGUMENT, a, a.dtype,
+                                          a.shape) else None
+                result = impl(a) if out is None else impl(a, out=out)
+                return wrap(result if type(result) is np.ndarray else np.asarray(result),
+                            x._weak)
         (x,) = promote(name, x, to_inexact=inexact)
         return apply_elementwise(name, prim, x)
 

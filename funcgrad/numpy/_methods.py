@@ -6,9 +6,12 @@ inherit them, so user code behaves the same inside every transformation.
 
 from __future__ import annotations
 
+from sys import getrefcount
+
 import numpy as np
 
 from funcgrad.core import interpreter as _interp
+from funcgrad.core import reuse
 from funcgrad.core.prims import elementwise as ew
 from funcgrad.core.tensor import Tensor, wrap
 from funcgrad import numpy as fnp
@@ -19,31 +22,60 @@ def _swap(fn):
     return lambda self, other: fn(other, self)
 
 
-def _fast_binary(prim, fallback):
-    """Operator with an eager fast path for two same-shape, same-dtype concrete tensors."""
+def _fast_binary(prim, fallback, reflected: bool = False):
+    """Operator with eager fast paths: two same-shape, same-dtype concrete tensors, or a
+    float tensor and a Python scalar (weak, so the tensor's dtype wins, as NumPy 2 and
+    JAX agree); the result goes into a temporary operand's buffer when one is free."""
     impl = prim.impl
     eager = _interp.EAGER
     current = _interp.current
+    state = _interp.config
+    ufunc = isinstance(impl, np.ufunc)
+    self_count = reuse.REFLECTED_SELF if reflected else reuse.OPERATOR_SELF
+    other_count = reuse.OPERATOR_OTHER
 
     def op(self, other):
-        if (type(other) is Tensor and type(self) is Tensor and current() is eager
-                and self._buf.dtype is other._buf.dtype and self._buf.shape == other._buf.shape
-                and not _interp.config.debug_nans):
-            out = impl(self._buf, other._buf)
-            return wrap(out if type(out) is np.ndarray else np.asarray(out),
-                        self._weak and other._weak)
-        return fallback(self, other)
+        # counted first, before any expression below holds extra references
+        self_refs, other_refs = getrefcount(self), getrefcount(other)
+        if type(self) is Tensor and current() is eager and not state.debug_nans:
+            a = self._buf
+            other_type = type(other)
+            if other_type is Tensor:
+                b = other._buf
+                if a.dtype is b.dtype and a.shape == b.shape:
+                    out = None
+                    if ufunc and not reflected:
+                        if reuse.reusable(self, self_refs, self_count, a, a.dtype, a.shape):
+                            out = a
+                        elif reuse.reusable(other, other_refs, other_count, b, a.dtype, a.shape):
+                            out = b
+                    result = impl(a, b, out=out) if out is not None else impl(a, b)
+                    return wrap(result if type(result) is np.ndarray else np.asarray(result),
+                                self._weak and other._weak)
+            elif (other_type is float or other_type is int) and a.dtype.kind == "f" and ufunc:
+                out = a if reuse.reusable(self, self_refs, self_count, a, a.dtype,
+                                          a.shape) else None
+                if reflected:
+                    result = impl(other, a, out=out) if out is not None else impl(other, a)
+                else:
+                    result = impl(a, other, out=out) if out is not None else impl(a, other)
+                return wrap(result if type(result) is np.ndarray else np.asarray(result),
+                            self._weak)
+        if not isinstance(other, _OPERAND_TYPES) and not hasattr(other, "__array__"):
+            return NotImplemented
+        return fallback(other, self) if reflected else fallback(self, other)
 
+    op.defers_unknown = True
     return op
 
 
 _OPERATORS = {
     "__add__": _fast_binary(ew.add_p, fnp.add),
-    "__radd__": _swap(fnp.add),
+    "__radd__": _fast_binary(ew.add_p, fnp.add, reflected=True),
     "__sub__": _fast_binary(ew.sub_p, fnp.subtract),
-    "__rsub__": _swap(fnp.subtract),
+    "__rsub__": _fast_binary(ew.sub_p, fnp.subtract, reflected=True),
     "__mul__": _fast_binary(ew.mul_p, fnp.multiply),
-    "__rmul__": _swap(fnp.multiply),
+    "__rmul__": _fast_binary(ew.mul_p, fnp.multiply, reflected=True),
     "__truediv__": fnp.divide,
     "__rtruediv__": _swap(fnp.divide),
     "__floordiv__": fnp.floor_divide,
@@ -159,7 +191,8 @@ def _defer_unknown(fn):
 
 def _install():
     for name, fn in _OPERATORS.items():
-        setattr(Tensor, name, fn if name in _UNARY_OPERATORS else _defer_unknown(fn))
+        direct = name in _UNARY_OPERATORS or getattr(fn, "defers_unknown", False)
+        setattr(Tensor, name, fn if direct else _defer_unknown(fn))
     for name, fn in _METHODS.items():
         setattr(Tensor, name, fn)
     Tensor.T = property(lambda self: fnp.transpose(self))

@@ -21,11 +21,12 @@ _ERRSTATE = dict(all="ignore")
 def _quiet(fn):
     """NumPy impl that returns inf/nan like a compiled kernel instead of warning."""
 
-    def impl(*args):
+    def impl(*args, out=None):
         with np.errstate(**_ERRSTATE):
-            return fn(*args)
+            return fn(*args) if out is None else fn(*args, out=out)
 
     impl.__name__ = getattr(fn, "__name__", "impl")
+    impl.accepts_out = isinstance(fn, np.ufunc)
     return impl
 
 
