@@ -308,8 +308,22 @@ def tensor(data, dtype=None, device=None) -> Tensor:
         return data if dtype is None else convert_element_type(data, dtypes.canonicalize(dtype))
     arr = to_numpy_array(data, dtype)
     if isinstance(data, (np.ndarray, list, tuple)) or arr.base is not None:
-        arr = np.array(arr, copy=True)  # the caller may mutate their array afterwards
+        arr = aligned_copy(arr)  # the caller may mutate their array afterwards
     return wrap(arr)
+
+
+ALIGNMENT = 64
+
+
+def aligned_copy(arr: np.ndarray) -> np.ndarray:
+    """A C-contiguous copy of ``arr`` whose data starts on a 64-byte boundary, so a jit
+    call can hand it to the run-time without copying (the run-time requires alignment)."""
+    nbytes = arr.nbytes
+    raw = np.empty(nbytes + ALIGNMENT, dtype=np.uint8)
+    offset = (-raw.ctypes.data) % ALIGNMENT
+    out = raw[offset:offset + nbytes].view(arr.dtype).reshape(arr.shape)
+    out[...] = arr
+    return out
 
 
 asarray = tensor

@@ -31,7 +31,7 @@ logger = logging.getLogger("funcgrad.jit")
 jit_p = Primitive("jit_call", multiple_results=True)
 jit_p.takes_tensors = True
 
-# functions whose estimated work is above this run on all cores (local-task); below it the
+# functions with an operation heavier than this run on all cores (local-task); below it the
 # thread wake-up of local-task costs more than it saves (DESIGN.md: 8-28 us vs 1.7 us)
 _PARALLEL_WORK = 2_000_000
 
@@ -55,21 +55,25 @@ class _Donated:
     dtype = shape
 
 
-def _estimated_work(program: IR) -> int:
-    work = 0
+def _largest_step(program: IR) -> int:
+    """The work of the heaviest single operation (elements written, or multiply-adds for
+    dot_general), looking inside loop bodies and branches: threads only pay off when
+    individual kernels are big, not when a loop runs many small ones."""
+    largest = 0
     for eqn in program.equations:
-        out = sum(v.aval.size for v in eqn.outputs)
+        work = sum(v.aval.size for v in eqn.outputs)
         if eqn.prim.name == "dot_general":
             (lc, _), _ = eqn.params["dimension_numbers"]
             k = int(np.prod([eqn.inputs[0].aval.shape[a] for a in lc], dtype=np.int64))
-            out *= max(k, 1)
-        work += out
+            work *= max(k, 1)
         for value in eqn.params.values():
-            if isinstance(value, IR):
-                work += _estimated_work(value) * max(eqn.params.get("length", 1), 1)
-            elif isinstance(value, tuple) and value and isinstance(value[0], IR):
-                work += max(_estimated_work(v) for v in value)
-    return work
+            subs = value if isinstance(value, tuple) else (value,)
+            for sub in subs:
+                if isinstance(sub, IR):
+                    work = max(work, _largest_step(sub)) if eqn.prim.name != "jit_call" \
+                        else _largest_step(sub)
+        largest = max(largest, work)
+    return largest
 
 
 def executable_for(program: IR):
@@ -86,7 +90,7 @@ def executable_for(program: IR):
         with holder.session.context:
             module = lower_module(program, holder.session.context)
         vmfb = compile_module(module, holder, getattr(program, "_name", "main"))
-    driver = "local-task" if _estimated_work(program) > _PARALLEL_WORK else "local-sync"
+    driver = "local-task" if _largest_step(program) > _PARALLEL_WORK else "local-sync"
     exe = Executable(vmfb, [v.aval.strip_weak() for v in program.outputs], driver=driver)
     program._executable = exe
     return exe
