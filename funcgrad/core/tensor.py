@@ -204,6 +204,7 @@ def wrap(buf, weak: bool = False) -> Tensor:
     t = _new(Tensor)
     t._buf = buf
     t._weak = weak
+    t._dev = None
     return t
 
 

@@ -23,6 +23,7 @@ from funcgrad.core.abstract import ShapedArray
 from funcgrad.core.ir import IR
 from funcgrad.core.primitive import Primitive, UndefinedPrimal
 from funcgrad.core.tensor import Tensor, device_buffer, wrap_device
+from funcgrad.lowering.runtime import DeviceBuffer
 from funcgrad.transforms.ad import as_tensor, tree_flatten, tree_unflatten, zeros_for
 from funcgrad.transforms.ir_transforms import batch_ir, jvp_ir, partial_eval_ir, transpose_ir
 from funcgrad.transforms.tracing import hoist_consts, trace_to_ir
@@ -97,15 +98,19 @@ def executable_for(program: IR):
 
 
 def _run_compiled(program: IR, tensors):
-    exe = executable_for(program)
+    exe = getattr(program, "_executable", None) or executable_for(program)
     buffers = []
-    for t in list(program.consts) + list(tensors):
-        t = as_tensor(t)
-        dev = device_buffer(t)
-        buffers.append(dev if dev is not None and not isinstance(dev, _Donated)
-                       else np.asarray(t._buf))
-    outs = exe(buffers)
-    return [wrap_device(o) for o in outs]
+    for t in tensors:
+        if type(t) is not Tensor:
+            t = as_tensor(t)
+        dev = t._dev
+        if dev is None:
+            buffers.append(t._buf)
+        elif type(dev) is DeviceBuffer:
+            buffers.append(dev)
+        else:
+            buffers.append(dev.to_numpy())  # a donated tensor raises DonatedBufferError
+    return [wrap_device(o) for o in exe(buffers)]
 
 
 def _jit_impl(*args, program, name):
@@ -260,6 +265,7 @@ class Jitted:
             self._signature = None
         self._cache: dict = {}
         self._last_key = None
+        self._simple = not self.static_argnums and not self.static_argnames
         self._name = getattr(fun, "__name__", "fun")
 
     def _split(self, args, kwargs):
@@ -309,10 +315,34 @@ class Jitted:
         return _Entry(hoisted, consts, store["tree"], self._name)
 
     def __call__(self, *args, **kwargs):
+        if not kwargs and self._simple and _interp.current() is _interp.EAGER:
+            # the common case, kept lean: concrete tensors, no static or keyword arguments
+            flat, in_tree = optree.tree_flatten((args, {}), namespace="funcgrad")
+            signature = []
+            for x in flat:
+                if type(x) is not Tensor:
+                    break
+                dev = x._dev
+                if dev is None:
+                    buf = x._buf
+                    signature.append((buf.shape, buf.dtype, x._weak))
+                elif type(dev) is DeviceBuffer:
+                    signature.append((dev.shape, dev.dtype, x._weak))
+                else:
+                    break
+            else:
+                key = (in_tree, tuple(signature), (), ())
+                entry = self._cache.get(key)
+                if entry is not None:
+                    self._last_key = key
+                    outs = _run_compiled(entry.program, entry.consts + flat)
+                    if self.donate_argnums:
+                        self._donate(args, kwargs)
+                    return tree_unflatten(entry.out_tree, outs)
         entry, flat = self._entry(args, kwargs)
         concrete = _interp.current() is _interp.EAGER and all(type(x) is Tensor for x in flat)
         if concrete:
-            outs = _run_compiled(entry.program, [*entry.consts, *flat])
+            outs = _run_compiled(entry.program, entry.consts + flat)
             self._donate(args, kwargs)
         else:
             outs = jit_p.bind(*entry.consts, *flat, program=entry.program, name=entry.name)
