@@ -76,6 +76,53 @@ class _SessionHolder:
 
 
 _SESSIONS = {"cpu": _SessionHolder(CPU_FLAGS)}
+
+CUDA_ARCHS = ("sm_80", "sm_86", "sm_89", "sm_90")
+# IREE 3.13's --iree-cuda-target has no sm_90 row (IREE issue 22147): for Hopper the module
+# carries an explicit device target with the architecture and PTX 8.0 instead.
+_SM90_TARGET = (
+    '[#hal.device.target<"cuda", [#hal.executable.target<"cuda", "cuda-nvptx-fb", '
+    '{iree_codegen.target_info = #iree_gpu.target<arch = "sm_90", features = "+ptx80", '
+    "wgp = <compute = fp64|fp32|fp16|int64|int32|int16|int8, storage = b64|b32|b16|b8, "
+    "subgroup = shuffle|arithmetic, dot = dp4xi8toi32, mma = [], subgroup_size_choices = "
+    "[32], max_workgroup_sizes = [1024, 1024, 1024], max_thread_count_per_workgroup = 1024, "
+    "max_workgroup_memory_bytes = 166912, max_workgroup_counts = [2147483647, 65535, "
+    "65535]>>}>]>]")
+
+
+def cuda_flags(arch: str) -> tuple:
+    """Compiler flags for NVIDIA GPUs of architecture ``arch`` (e.g. ``"sm_80"``)."""
+    if arch not in CUDA_ARCHS:
+        raise ValueError(f"unsupported CUDA architecture {arch!r}; choose from "
+                         f"{', '.join(CUDA_ARCHS)}")
+    flags = ["--iree-hal-target-device=cuda", "--iree-input-type=stablehlo",
+             "--iree-input-demote-f64-to-f32=false", "--iree-input-demote-i64-to-i32=false"]
+    if arch != "sm_90":
+        flags.append(f"--iree-cuda-target={arch}")
+    return tuple(flags)
+
+
+def session_for_target(target: str = "cpu", arch: str | None = None) -> _SessionHolder:
+    """The compiler session of a target: ``"cpu"``, or ``"cuda"`` with an ``arch``."""
+    if target == "cpu":
+        return _SESSIONS["cpu"]
+    if target != "cuda":
+        raise ValueError(f"unknown compile target {target!r}; use 'cpu' or 'cuda'")
+    arch = arch or "sm_80"
+    key = f"cuda:{arch}"
+    if key not in _SESSIONS:
+        _SESSIONS[key] = _SessionHolder(cuda_flags(arch))
+        _SESSIONS[key].arch = arch
+    return _SESSIONS[key]
+
+
+def attach_device_target(module, holder: _SessionHolder) -> None:
+    """Give the module the explicit device target its session needs (sm_90)."""
+    if getattr(holder, "arch", None) == "sm_90":
+        from iree.compiler import ir
+
+        with module.context:
+            module.operation.attributes["hal.device.targets"] = ir.Attribute.parse(_SM90_TARGET)
 _MEMORY_CACHE: dict[str, bytes] = {}
 
 

@@ -97,6 +97,20 @@ def executable_for(program: IR):
     return exe
 
 
+def compile_artifact(program: IR, target: str, arch: str | None = None) -> bytes:
+    """The IREE module (VM flatbuffer bytes) of ``program`` for another target."""
+    from funcgrad.lowering.compiler import attach_device_target, compile_module, \
+        session_for_target
+    from funcgrad.lowering.mlir import lower_module
+
+    holder = session_for_target(target, arch)
+    with holder.lock:
+        with holder.session.context:
+            module = lower_module(program, holder.session.context, platform=target)
+            attach_device_target(module, holder)
+        return compile_module(module, holder, getattr(program, "_name", "main"))
+
+
 def _run_compiled(program: IR, tensors):
     exe = getattr(program, "_executable", None) or executable_for(program)
     buffers = []
@@ -232,9 +246,14 @@ class Lowered:
         with holder.lock, holder.session.context:
             return str(lower_module(self._entry.program, holder.session.context))
 
-    def compile(self) -> Compiled:
-        executable_for(self._entry.program)
-        return Compiled(self._entry)
+    def compile(self, target: str = "cpu", arch: str | None = None):
+        """Compile for the CPU (a callable ``Compiled``), or for ``target="cuda"`` with a GPU
+        ``arch`` such as ``"sm_80"``/``"sm_90"`` (the module bytes, which need a GPU to run;
+        compiling needs none)."""
+        if target == "cpu":
+            executable_for(self._entry.program)
+            return Compiled(self._entry)
+        return compile_artifact(self._entry.program, target, arch)
 
 
 class Compiled:
