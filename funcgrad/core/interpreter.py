@@ -177,8 +177,10 @@ class Tracer(Tensor):
         return CPU
 
     def _concretization_error(self, what: str) -> ConcretizationError:
+        label = getattr(self, "label", None)
+        origin = f" ({label})" if label else ""
         return ConcretizationError(
-            f"{what} of a traced value {self!r}: inside {self._interp.name} the value is "
+            f"{what} of a traced value {self!r}{origin}: inside {self._interp.name} the value is "
             "abstract (only its shape and dtype are known). Use fg.cond / fg.where / "
             "fnp.where for value-dependent choices, or mark the argument static with "
             "jit's static_argnums / static_argnames.")

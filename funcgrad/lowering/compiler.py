@@ -204,21 +204,28 @@ def _compile(module, holder: _SessionHolder, name: str) -> bytes:
 
     with holder.lock:
         session = holder.session
-        invocation = session.invocation()
         diagnostics = []
+
+        def collect(diagnostic):
+            diagnostics.append(f"{diagnostic.location}: {diagnostic.message}")
+            return True  # handled: not printed to the console
+
+        handler = session.context.attach_diagnostic_handler(collect)
         try:
-            invocation.enable_console_diagnostics()
-        except Exception:
-            pass
-        if not module.operation.verify():
-            raise CompileError(f"jit: the MLIR built for {name} does not verify:\n{module}")
-        invocation.import_module(module.operation)
-        if not invocation.execute():
-            raise CompileError(f"jit: IREE failed to compile {name}; diagnostics above. "
-                               f"MLIR:\n{_truncate(str(module))}{''.join(diagnostics)}")
-        output = Output.open_membuffer()
-        invocation.output_vm_bytecode(output)
-        return bytes(output.map_memory())
+            if not module.operation.verify():
+                raise CompileError(f"jit: the MLIR built for {name} does not verify:\n"
+                                   + "\n".join(diagnostics) + f"\n{_truncate(str(module))}")
+            invocation = session.invocation()
+            invocation.import_module(module.operation)
+            if not invocation.execute():
+                raise CompileError(
+                    f"jit: IREE failed to compile {name}:\n" + "\n".join(diagnostics[-20:])
+                    + f"\nMLIR:\n{_truncate(str(module))}")
+            output = Output.open_membuffer()
+            invocation.output_vm_bytecode(output)
+            return bytes(output.map_memory())
+        finally:
+            handler.detach()
 
 
 def _truncate(text: str, limit: int = 20000) -> str:

@@ -328,10 +328,31 @@ class Jitted:
             return [as_tensor(o) for o in out_flat]
 
         in_avals = [ShapedArray(shape, dtype, weak) for shape, dtype, weak in avals]
-        program = trace_to_ir(flat_fun, in_avals, name=f"jit({self._name})")
+        program = trace_to_ir(flat_fun, in_avals, name=f"jit({self._name})",
+                              labels=self._labels(args, kwargs, static_pos))
         hoisted, consts = hoist_consts(program)
         hoisted._name = self._name
         return _Entry(hoisted, consts, store["tree"], self._name)
+
+    def _labels(self, args, kwargs, static_pos):
+        """Readable names of the flat inputs, e.g. ``x`` or ``params['w1']``."""
+        names = []
+        if self._signature is not None:
+            names = [p.name for p in self._signature.parameters.values()
+                     if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        labels = []
+        for i, arg in enumerate(args):
+            if i in static_pos:
+                continue
+            base = names[i] if i < len(names) else f"#{i}"
+            for path in optree.tree_paths(arg, namespace="funcgrad"):
+                labels.append(base + "".join(f"[{p!r}]" for p in path))
+        for key, value in kwargs.items():
+            if key in self.static_argnames:
+                continue
+            for path in optree.tree_paths(value, namespace="funcgrad"):
+                labels.append(key + "".join(f"[{p!r}]" for p in path))
+        return labels
 
     def __call__(self, *args, **kwargs):
         if not kwargs and self._simple and _interp.current() is _interp.EAGER:

@@ -19,17 +19,29 @@ from funcgrad.core.tensor import Tensor
 
 
 class IRTracer(Tracer):
-    """A value being traced into an IR: it stands for one IR variable."""
+    """A value being traced into an IR: it stands for one IR variable.  Inputs carry a
+    ``label`` (which argument they are) so errors can name it."""
 
-    __slots__ = ("var",)
+    __slots__ = ("var", "label")
 
-    def __init__(self, interp, var):
+    def __init__(self, interp, var, label=None):
         self._interp = interp
         self.var = var
+        self.label = label
 
     @property
     def aval(self) -> ShapedArray:
         return self.var.aval
+
+
+def _derived_label(args):
+    """Where a traced value came from, for error messages: the first labelled input."""
+    for a in args:
+        label = getattr(a, "label", None) if isinstance(a, IRTracer) else None
+        if label:
+            return label if label.startswith("a value computed") else \
+                f"a value computed from {label}"
+    return None
 
 
 def check_not_leaked(value):
@@ -49,8 +61,8 @@ class TraceInterpreter(Interpreter):
         self.consts: list = []
         self._const_ids: dict[int, Var] = {}
 
-    def new_arg(self, aval: ShapedArray) -> IRTracer:
-        return IRTracer(self, Var(aval))
+    def new_arg(self, aval: ShapedArray, label=None) -> IRTracer:
+        return IRTracer(self, Var(aval), label)
 
     def is_own(self, x) -> bool:
         return isinstance(x, IRTracer) and x._interp is self
@@ -81,13 +93,14 @@ class TraceInterpreter(Interpreter):
                 return prim.partial_eval(self, args, params)
         inputs = [self.to_var(a) for a in args]
         out_avals = prim.abstract_eval(*[v.aval for v in inputs], **params)
+        label = _derived_label(args)
         if prim.multiple_results:
             outs = [Var(a) for a in out_avals]
             self.equations.append(Equation(prim, inputs, params, outs))
-            return [IRTracer(self, v) for v in outs]
+            return [IRTracer(self, v, label) for v in outs]
         out = Var(out_avals)
         self.equations.append(Equation(prim, inputs, params, [out]))
-        return IRTracer(self, out)
+        return IRTracer(self, out, label)
 
     def stage(self, prim, args, params, out_avals):
         """Record ``prim`` applied to ``args`` with the given output avals."""
@@ -104,10 +117,12 @@ class TraceInterpreter(Interpreter):
         return IR(in_vars, self.equations, out_vars, self.const_vars, self.consts)
 
 
-def trace_to_ir(fun, in_avals, *, name: str = "make_ir", stage_all: bool = True):
-    """Trace ``fun(*tracers) -> list of values`` into an IR with the given input avals."""
+def trace_to_ir(fun, in_avals, *, name: str = "make_ir", stage_all: bool = True, labels=None):
+    """Trace ``fun(*tracers) -> list of values`` into an IR with the given input avals
+    (``labels`` name the inputs in error messages)."""
     tracer = TraceInterpreter(_interp.current(), stage_all=stage_all, name=name)
-    args = [tracer.new_arg(a) for a in in_avals]
+    labels = labels or [None] * len(in_avals)
+    args = [tracer.new_arg(a, label and f"argument {label}") for a, label in zip(in_avals, labels)]
     try:
         with _interp.using(tracer):
             outs = fun(*args)
