@@ -124,7 +124,10 @@ class Tensor:
         return int(self._buf)
 
     def __repr__(self) -> str:
-        body = np.array2string(self._buf, separator=", ", prefix="tensor(",
+        buf = self._buf
+        if buf.dtype == dtypes.bfloat16:  # print like other floats (ml_dtypes drops the ".")
+            buf = buf.astype(np.float32)
+        body = np.array2string(buf, separator=", ", prefix="tensor(",
                                threshold=1000, edgeitems=3)
         return f"tensor({body}, dtype={self.dtype.name})"
 

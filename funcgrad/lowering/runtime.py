@@ -9,12 +9,14 @@ needs them; feeding one to the next call costs no copy.
 
 from __future__ import annotations
 
+import os
 import threading
 
 import numpy as np
 
 from funcgrad.core import dtypes
 
+_MPI_LAUNCHER_VARIABLES = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "MPIEXEC_HOSTNAME")
 _RUNTIMES: dict[str, object] = {}
 _LOCK = threading.Lock()
 # key -> handler(key, list of NumPy arrays) for runtime tensor traces (fg.debug.print)
@@ -29,7 +31,14 @@ class _Runtime:
 
         _quiet_shutdown()
         self.rt = rt
-        self.config = rt.Config(driver)
+        # under mpiexec the run-time would try to open its own MPI channel (and fail to
+        # create the device); funcgrad.distributed does the communication, so hide the
+        # launcher's variables while the device is created
+        hidden = {k: os.environ.pop(k) for k in _MPI_LAUNCHER_VARIABLES if k in os.environ}
+        try:
+            self.config = rt.Config(driver)
+        finally:
+            os.environ.update(hidden)
         self.instance = self.config.vm_instance
         self.device = self.config.device
         self._sink = rt.HalModuleDebugSink(self._on_trace)
@@ -137,6 +146,7 @@ class Executable:
         and contiguous (funcgrad allocates user data that way), else a copy.  Importing
         unaligned memory is refused by the run-time, so alignment is checked first."""
         if (type(array) is np.ndarray and array.flags.c_contiguous and array.size
+                and array.flags.writeable  # DLPack refuses read-only arrays (mapped results)
                 and array.ctypes.data % 64 == 0 and array.dtype != dtypes.bfloat16):
             return self.rt.device.from_dlpack_capsule(array.__dlpack__())
         return self.to_device(array)
