@@ -254,3 +254,8 @@ def meshgrid(*xs, indexing: str = "xy"):
             dim = 1 - i
         out.append(broadcast_in_dim(x.reshape(-1), tuple(shape), (dim,)))
     return out
+
+
+# the public names are this module's own functions (not the helpers it imports)
+__all__ = [_name for _name, _value in list(globals().items()) if not _name.startswith("_")
+           and getattr(_value, "__module__", None) == __name__]

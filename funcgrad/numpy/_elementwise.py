@@ -476,3 +476,8 @@ def signbit(x):
     if not dtypes.is_inexact(x.dtype):
         return less(x, 0)  # noqa: F821
     return logical_or(less(x, 0), logical_and(equal(x, 0), less(1 / x, 0)))  # noqa: F821
+
+
+# the public names are this module's own functions (not the helpers it imports)
+__all__ = [_name for _name, _value in list(globals().items()) if not _name.startswith("_")
+           and getattr(_value, "__module__", None) == __name__]

@@ -440,3 +440,8 @@ def unique(x, return_index=False, return_inverse=False, return_counts=False, axi
         return tuple(asarray(o.astype(np.int32) if o.dtype == np.int64 and i else o)
                      for i, o in enumerate(out))
     return asarray(out)
+
+
+# the public names are this module's own functions (not the helpers it imports)
+__all__ = [_name for _name, _value in list(globals().items()) if not _name.startswith("_")
+           and getattr(_value, "__module__", None) == __name__]

@@ -124,3 +124,8 @@ def tensordot(a, b, axes=2):
             raise ValueError(f"tensordot: shapes {a.shape} and {b.shape} do not align on axes "
                              f"{axes_a} / {axes_b} ({a.shape[x]} != {b.shape[y]})")
     return dot_general(a, b, ((axes_a, axes_b), ((), ())))
+
+
+# the public names are this module's own functions (not the helpers it imports)
+__all__ = [_name for _name, _value in list(globals().items()) if not _name.startswith("_")
+           and getattr(_value, "__module__", None) == __name__]

@@ -249,3 +249,8 @@ def logsumexp(x, axis=None, keepdims: bool = False, b=None):
         shifted = shifted * b
     out = elt.log(sum(shifted, axis=axes)) + peak
     return _keep(out, x.shape, axes, keepdims)
+
+
+# the public names are this module's own functions (not the helpers it imports)
+__all__ = [_name for _name, _value in list(globals().items()) if not _name.startswith("_")
+           and getattr(_value, "__module__", None) == __name__]

@@ -501,3 +501,27 @@ def triu(x, k: int = 0):
 
     mask = tri(x.shape[-2], x.shape[-1], k - 1, dtype=dtypes.bool_)
     return where(mask, 0, x)
+
+
+# the public names are this module's own functions (not the helpers it imports)
+__all__ = [_name for _name, _value in list(globals().items()) if not _name.startswith("_")
+           and getattr(_value, "__module__", None) == __name__]
+
+
+def shape(x) -> tuple:
+    """The shape of ``x`` (anything ``fnp.asarray`` accepts)."""
+    return tuple(asarray(x).shape)
+
+
+def ndim(x) -> int:
+    """The number of axes of ``x``."""
+    return asarray(x).ndim
+
+
+def size(x, axis=None) -> int:
+    """The number of elements of ``x`` (along ``axis`` if given)."""
+    x = asarray(x)
+    return x.size if axis is None else x.shape[normalize_axis("size", axis, x.ndim)]
+
+
+__all__ += ["shape", "ndim", "size"]

@@ -855,7 +855,12 @@ def _while_loop_op(ctx, init, init_avals, cond_fn, body_fn):
         ctx.op("stablehlo.return", [cond_fn(list(cond_block.arguments))], [])
     body_block = ctx.block(op.regions[1], init_avals)
     with ctx.ir.InsertionPoint(body_block):
-        ctx.op("stablehlo.return", body_fn(list(body_block.arguments)), [])
+        # Every carried value goes through one barrier first, so each block argument is
+        # used: IREE 3.13 miscompiles a loop whose body ignores one of its arguments
+        # ("region branch point has 4 operands, but region successor needs 2 inputs").
+        values = ctx.op("stablehlo.optimization_barrier", list(body_block.arguments),
+                        init_avals)
+        ctx.op("stablehlo.return", body_fn(values), [])
     return list(op.results)
 
 
