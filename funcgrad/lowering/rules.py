@@ -138,3 +138,16 @@ def via(function):
 
 def _as_list(out):
     return list(out) if isinstance(out, (list, tuple)) else [out]
+
+
+def fusion_barrier(ctx, values, avals):
+    """``stablehlo.optimization_barrier``: keeps producers and consumers in separate
+    dispatches.  IREE 3.13 with data tiling fails to compile a float32 matmul fused with
+    a consumer that makes complex<f32> ('vector.transfer_read' op requires valid padding
+    vector elemental type), so values becoming complex pass through one."""
+    return ctx.op("stablehlo.optimization_barrier", values, avals)
+
+
+def to_complex(ctx, args, in_avals, out_avals, **params):
+    """``stablehlo.complex`` of (real, imag) behind a fusion barrier (see above)."""
+    return ctx.op("stablehlo.complex", fusion_barrier(ctx, args, in_avals), out_avals)

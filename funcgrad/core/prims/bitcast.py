@@ -63,3 +63,13 @@ def bitcast_convert_type(x, new_dtype):
     if x.dtype == new_dtype:
         return x
     return bitcast_convert_type_p.bind(x, new_dtype=np.dtype(new_dtype))
+
+
+# --- MLIR lowering ------------------------------------------------------------------------------
+
+
+def _lower_bitcast(ctx, args, in_avals, out_avals, *, new_dtype):
+    return ctx.op("stablehlo.bitcast_convert", args, out_avals)
+
+
+bitcast_convert_type_p.lower = _lower_bitcast

@@ -49,6 +49,10 @@ def _dot_rule(lhs, rhs, *, dimension_numbers, preferred_element_type=None):
 def _dot_impl(lhs, rhs, *, dimension_numbers, preferred_element_type=None):
     (lc, rc), (lb, rb) = dimension_numbers
     out_dtype = lhs.dtype if preferred_element_type is None else preferred_element_type
+    if out_dtype != lhs.dtype and np.promote_types(lhs.dtype, out_dtype) == out_dtype:
+        # accumulate in the wider preferred type (as XLA and the compiled dot do): int8
+        # products must not wrap, float32 products summed in float64 keep their digits
+        lhs, rhs = lhs.astype(out_dtype), rhs.astype(out_dtype)
     if not lb and lc == (lhs.ndim - 1,) and rc == (0,) and rhs.ndim <= 2 and lhs.ndim <= 2:
         out = np.matmul(lhs, rhs) if lhs.ndim and rhs.ndim else lhs * rhs
         return np.asarray(out).astype(out_dtype, copy=False)

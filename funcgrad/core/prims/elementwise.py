@@ -685,16 +685,60 @@ def _declare_lowerings():
     }
     for prim, op_name in table.items():
         prim.lower = rules.elementwise(op_name)
+    complex_p.lower = rules.to_complex
     for prim, direction in ((eq_p, "EQ"), (ne_p, "NE"), (lt_p, "LT"), (le_p, "LE"),
                             (gt_p, "GT"), (ge_p, "GE")):
         prim.lower = rules.comparison(direction)
-    div_p.lower = rules.integer_division("stablehlo.divide",
-                                         lambda ctx, x, aval: ctx.full(-1, aval))
+    div_p.lower = rules.integer_division("stablehlo.divide", _all_ones)
     rem_p.lower = rules.integer_division("stablehlo.remainder", lambda ctx, x, aval: x)
     conj_p.lower = _lower_conj
     integer_pow_p.lower = _lower_integer_pow
     select_n_p.lower = _lower_select_n
     convert_element_type_p.lower = _lower_convert
+    _declare_math_fallbacks()
+
+
+def _all_ones(ctx, x, aval):
+    """x / 0 for integers: -1, all bits set (the unsigned maximum for unsigned dtypes)."""
+    return ctx.full(-1 if aval.dtype.kind == "i" else np.iinfo(aval.dtype).max, aval)
+
+
+def _declare_math_fallbacks():
+    """Lowerings for the dtypes whose native StableHLO op IREE cannot compile or computes
+    wrongly (no libm for float64; float32 sin/cos overflow for huge arguments): see
+    funcgrad.lowering.math64."""
+    from funcgrad.lowering import math64, rules
+
+    f64 = dtypes.float64
+    float64_only = {
+        sin_p: math64.sin, cos_p: math64.cos, tan_p: math64.tan, tanh_p: math64.tanh,
+        asin_p: math64.asin, acos_p: math64.acos, atan_p: math64.atan,
+        atan2_p: math64.atan2, expm1_p: math64.expm1, log1p_p: math64.log1p,
+        sinh_p: math64.sinh, cosh_p: math64.cosh, asinh_p: math64.asinh,
+        acosh_p: math64.acosh, atanh_p: math64.atanh, rem_p: math64.fmod,
+    }
+    # computed in float64 and rounded: the native float32 expansions are wrong for huge
+    # arguments (sin/cos/tan give inf) and at zeros and infinities (atan2 gives NaN)
+    all_floats = {sin_p, cos_p, tan_p, atan2_p}
+    for prim, function in float64_only.items():
+        fallback = {f64: rules.via(function)}
+        if prim in all_floats:
+            narrow = rules.via(math64.in_float64(function))
+            fallback.update({dtypes.float32: narrow, dtypes.float16: narrow,
+                             dtypes.bfloat16: narrow})
+        native = prim.lower
+        prim.lower = math64.rules_for_dtype(native, fallback)
+    for prim, function in math64.complex_functions().items():
+        prim.lower = math64.rules_for_dtype(prim.lower, {
+            dtypes.complex128: rules.via(function), dtypes.complex64: rules.via(function)})
+    sign_p.lower = math64.rules_for_dtype(sign_p.lower, {
+        d: rules.via(math64.unsigned_sign) for d in (np.uint8, np.uint16, np.uint32,
+                                                      np.uint64)})
+    abs_p.lower = math64.rules_for_dtype(abs_p.lower, {
+        d: rules.via(lambda x: x) for d in (np.uint8, np.uint16, np.uint32, np.uint64)})
+    is_finite_p.lower = math64.rules_for_dtype(is_finite_p.lower, {
+        d: rules.via(math64.complex_is_finite) for d in (dtypes.complex64,
+                                                         dtypes.complex128)})
 
 
 def _lower_conj(ctx, args, in_avals, out_avals):
@@ -710,7 +754,7 @@ def _lower_conj(ctx, args, in_avals, out_avals):
 def _lower_integer_pow(ctx, args, in_avals, out_avals, *, y):
     (x,), (aval,) = args, out_avals
     # exponentiation by squaring with multiplies, exact as the eager impl
-    result, base, n = None, x, abs(y)
+    result, base, n = None, x, -y if y < 0 else y  # (abs is the primitive here)
     while n:
         if n & 1:
             result = base if result is None else ctx.op1("stablehlo.multiply", [result, base],
@@ -761,6 +805,10 @@ def _lower_convert(ctx, args, in_avals, out_avals, *, new_dtype, weak_type=False
         zero_aval = ShapedArray(src.shape, dtypes.real_dtype(src.dtype) if
                                 dtypes.is_complex(src.dtype) else src.dtype)
         return [rules.compare(ctx, x, ctx.full(0, zero_aval), zero_aval, "NE")]
+    if dtypes.is_complex(aval.dtype) and not dtypes.is_complex(src.dtype):
+        from funcgrad.lowering import rules
+
+        (x,) = rules.fusion_barrier(ctx, [x], [src])  # see rules.fusion_barrier
     return ctx.op("stablehlo.convert", [x], out_avals)
 
 

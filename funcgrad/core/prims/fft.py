@@ -133,3 +133,100 @@ def fft(x, fft_type: str, fft_lengths):
     """Apply the ``fft_type`` transform over the trailing ``len(fft_lengths)`` axes."""
     fft_type = str(fft_type).upper()
     return fft_p.bind(x, fft_type=fft_type, fft_lengths=tuple(int(n) for n in fft_lengths))
+
+
+# --- MLIR lowering ------------------------------------------------------------------------------
+# IREE 3.13 legalizes stablehlo.fft only for some cases (float32 RFFT, not float64), so
+# every transform lowers as products with DFT matrices (constants), one trailing axis at
+# a time.  The complex products are split into real ones, which every backend compiles.
+# O(n^2) per axis: meant for the moderate lengths jitted code uses.
+
+
+def _dft_matrix(n, inverse, dtype):
+    """``exp(-+2 pi i jk / n)`` (n x n, divided by n when ``inverse``) as (real, imag)
+    NumPy arrays, computed in float64; ``jk mod n`` keeps the angles exact."""
+    jk = np.outer(np.arange(n), np.arange(n)) % n
+    angle = (2 * np.pi / n) * jk
+    scale = 1.0 / n if inverse else 1.0
+    sign = 1.0 if inverse else -1.0
+    return (scale * np.cos(angle)).astype(dtype), (sign * scale * np.sin(angle)).astype(dtype)
+
+
+def _matmul_last(x, w):
+    """``x @ w`` over x's last axis (``w`` a NumPy matrix)."""
+    from funcgrad.core.prims.dot import dot_general
+    from funcgrad.numpy._util import asarray
+
+    return dot_general(x, asarray(w), (((x.ndim - 1,), (0,)), ((), ())))
+
+
+def _complex_matmul_last(xr, xi, wr, wi):
+    """(xr + i xi) @ (wr + i wi) over the last axis, as (real, imag); ``xi`` may be None."""
+    real = _matmul_last(xr, wr)
+    imag = _matmul_last(xr, wi)
+    if xi is not None:
+        real = real - _matmul_last(xi, wi)
+        imag = imag + _matmul_last(xi, wr)
+    return real, imag
+
+
+def _along(axis, fn, *xs):
+    """Apply ``fn`` (working on the last axis) along ``axis`` of each of ``xs``."""
+    last = xs[0].ndim - 1
+    moved = [None if x is None else (x if axis == last else moveaxis(x, axis, last))
+             for x in xs]
+    outs = fn(*moved)
+    return [o if axis == last else moveaxis(o, last, axis) for o in outs]
+
+
+def _fft_via_dft(x, *, fft_type, fft_lengths):
+    from funcgrad.core.prims import elementwise as ew
+
+    real_dtype = dtypes.real_dtype(x.dtype)
+    axes = list(range(x.ndim - len(fft_lengths), x.ndim))
+    if fft_type == RFFT:
+        xr, xi = x, None
+    else:
+        xr, xi = ew.real(x), ew.imag(x)
+
+    def full_transform(axis, n, inverse):
+        wr, wi = _dft_matrix(n, inverse, real_dtype)
+        return _along(axis, lambda a, b: _complex_matmul_last(a, b, wr, wi), xr, xi)
+
+    if fft_type in (FFT, IFFT):
+        for axis, n in zip(axes, fft_lengths):
+            xr, xi = full_transform(axis, n, fft_type == IFFT)
+        return ew.complex_(xr, xi)
+    if fft_type == RFFT:
+        n = fft_lengths[-1]
+        wr, wi = _dft_matrix(n, False, real_dtype)
+        xr, xi = _along(axes[-1], lambda a, b: _complex_matmul_last(
+            a, None, wr[:, :n // 2 + 1], wi[:, :n // 2 + 1]), xr, None)
+        for axis, n in zip(axes[:-1], fft_lengths[:-1]):
+            xr, xi = full_transform(axis, n, False)
+        return ew.complex_(xr, xi)
+    # IRFFT: inverse transforms over the leading axes, then the Hermitian half -> real:
+    # x[t] = Re(sum_k w_k X[k] e^{2 pi i k t / n}) / n, w_k = 2 except the self-paired bins
+    for axis, n in zip(axes[:-1], fft_lengths[:-1]):
+        xr, xi = full_transform(axis, n, True)
+    n = fft_lengths[-1]
+    half = n // 2 + 1
+    cos, sin = _dft_matrix(n, True, np.float64)
+    weight = np.full((half, 1), 2.0)
+    weight[0] = 1.0
+    if n % 2 == 0:
+        weight[-1] = 1.0
+    cos = (cos[:half] * weight).astype(real_dtype)
+    sin = (sin[:half] * weight).astype(real_dtype)
+    (out,) = _along(axes[-1], lambda a, b: [_matmul_last(a, cos) - _matmul_last(b, sin)],
+                    xr, xi)
+    return out
+
+
+def _declare_lowering():
+    from funcgrad.lowering import rules
+
+    fft_p.lower = rules.via(_fft_via_dft)
+
+
+_declare_lowering()

@@ -440,9 +440,24 @@ svd_p = Primitive("svd", multiple_results=True, keeps_weak=False)
 def _svd_impl(a, *, full_matrices, compute_uv):
     if not compute_uv:
         return [np.linalg.svd(a, compute_uv=False).astype(a.dtype, copy=False)]
-    u, s, vt = np.linalg.svd(a, full_matrices=full_matrices)
+    u, s, vt = np.linalg.svd(a, full_matrices=False)
+    # canonical signs, and full bases completed by a Householder QR of the thin ones: the
+    # convention the compiled svd follows (see _svd_lowered), so both give equal results
+    signs = _canonical_signs_numpy(u, -2)
+    u, vt = u * signs, vt * np.swapaxes(signs, -1, -2)
+    if full_matrices:
+        u, vt = _complete_basis(u), np.swapaxes(_complete_basis(np.swapaxes(vt, -1, -2)), -1, -2)
     return [s.astype(a.dtype, copy=False), u.astype(a.dtype, copy=False),
             vt.astype(a.dtype, copy=False)]
+
+
+def _complete_basis(u):
+    """``u``'s orthonormal columns followed by the trailing columns of its QR's full Q."""
+    m, k = u.shape[-2:]
+    if m == k:
+        return u
+    q = np.linalg.qr(u, mode="complete")[0]
+    return np.concatenate([u, q[..., :, k:]], axis=-1)
 
 
 def _svd_rule(a, *, full_matrices, compute_uv):
@@ -506,6 +521,7 @@ eigh_p = Primitive("eigh", multiple_results=True, keeps_weak=False)
 
 def _eigh_impl(a):
     w, v = np.linalg.eigh(a, UPLO="L")
+    v = v * _canonical_signs_numpy(v, -2)  # LAPACK's signs are arbitrary: see _eigh_lowered
     return [w.astype(a.dtype, copy=False), v.astype(a.dtype, copy=False)]
 
 
@@ -532,3 +548,351 @@ _declare(eigh_p, _eigh_impl, _eigh_rule, _eigh_jvp)
 def eigh(a):
     """``[w, v]``: ascending eigenvalues and eigenvectors of symmetric ``a`` (lower triangle)."""
     return eigh_p.bind(a)
+
+
+# --- MLIR lowering ------------------------------------------------------------------------------
+# IREE 3.13 does not legalize stablehlo.cholesky or stablehlo.triangular_solve (and has no
+# LAPACK custom calls), so every decomposition lowers as a composition of primitives that
+# do lower: one-hot masks select a row or column (``where`` + ``sum``, exact), and loops
+# run as fori_loop/scan/while_loop.  Each follows the textbook algorithm and LAPACK's
+# conventions, so jitted results equal the eager (LAPACK) ones up to rounding.
+
+
+def _fnp():
+    import funcgrad.numpy as fnp
+
+    return fnp
+
+
+def _row(x, mask):
+    """``x[..., i, :]`` for the one-hot row mask ``mask`` (shape (m,) or (..., m))."""
+    fnp = _fnp()
+    return fnp.sum(fnp.where(mask[..., :, None], x, 0), axis=-2)
+
+
+def _column(x, mask):
+    """``x[..., :, j]`` for the one-hot column mask ``mask`` (shape (n,))."""
+    fnp = _fnp()
+    return fnp.sum(fnp.where(mask, x, 0), axis=-1)
+
+
+def _cholesky_lowered(a):
+    """Column by column: L[:, j] = (A[:, j] - L L[j, :]^T) / sqrt(that at j), below j."""
+    from funcgrad.transforms.control_flow import fori_loop
+
+    fnp = _fnp()
+    n = a.shape[-1]
+    rows = fnp.arange(n)
+
+    def column(j, L):
+        at_j = rows == j
+        v = _column(a, at_j) - fnp.sum(L * _row(L, at_j)[..., None, :], axis=-1)
+        pivot = fnp.sqrt(fnp.sum(fnp.where(at_j, v, 0), axis=-1))
+        col = fnp.where(rows >= j, v / pivot[..., None], 0)
+        return fnp.where(at_j, col[..., :, None], L)
+
+    L = fori_loop(0, n, column, fnp.zeros_like(a))
+    # not positive definite: the whole factor is NaN, as the eager one
+    ok = fnp.all(fnp.isfinite(L), axis=(-2, -1), keepdims=True)
+    return fnp.where(ok, L, np.nan)
+
+
+def _triangular_solve_lowered(a, b, *, left_side, lower, transpose_a, unit_diagonal):
+    """Forward (lower) or back (upper) substitution, one row of X per step."""
+    from funcgrad.transforms.control_flow import fori_loop
+
+    fnp = _fnp()
+    n = a.shape[-1]
+    t = _tril(a) if lower else _triu(a)
+    if unit_diagonal:
+        t = fnp.where(fnp.eye(n, dtype=bool), 1, t)
+    if transpose_a:
+        t, lower = _mT(t), not lower
+    if not left_side:  # X T = B  <=>  T^T X^T = B^T
+        t, b, lower = _mT(t), _mT(b), not lower
+    rows = fnp.arange(n)
+
+    def substitute(step, x):
+        at_i = rows == (step if lower else n - 1 - step)
+        t_row = _row(t, at_i)
+        known = _mm(t_row[..., None, :], x)[..., 0, :]  # unknown rows of x are still 0
+        diagonal = fnp.sum(fnp.where(at_i, t_row, 0), axis=-1)
+        x_i = (_row(b, at_i) - known) / diagonal[..., None]
+        return fnp.where(at_i[:, None], x_i[..., None, :], x)
+
+    x = fori_loop(0, n, substitute, fnp.zeros_like(b))
+    return x if left_side else _mT(x)
+
+
+def _lu_lowered(a):
+    """Right-looking LU with partial pivoting, as ``_lu_impl`` (LAPACK's getrf)."""
+    from funcgrad.transforms.control_flow import fori_loop
+
+    fnp = _fnp()
+    *batch, m, n = a.shape
+    k = min(m, n)
+    rows, cols, steps = fnp.arange(m), fnp.arange(n), fnp.arange(k)
+
+    def swap(x, at_j, at_p, expand):
+        xj, xp = (_row(x, at_j), _row(x, at_p)) if expand else \
+            (_column(x, at_j), _column(x, at_p))
+        aj, ap = (at_j[..., :, None], at_p[..., :, None]) if expand else (at_j, at_p)
+        xj, xp = (xj[..., None, :], xp[..., None, :]) if expand else (xj[..., None],
+                                                                      xp[..., None])
+        return fnp.where(aj, xp, fnp.where(ap, xj, x))
+
+    def eliminate(j, carry):
+        lu, pivots, perm = carry
+        col = _column(lu, cols == j)
+        p = fnp.argmax(fnp.where(rows >= j, fnp.abs(col), -1), axis=-1).astype(np.int32)
+        at_j, at_p = rows == j, rows == p[..., None]
+        lu = swap(lu, at_j, at_p, True)
+        perm = swap(perm, at_j, at_p, False)
+        pivots = fnp.where(steps == j, p[..., None], pivots)
+        col = _column(lu, cols == j)
+        pivot = fnp.sum(fnp.where(at_j, col, 0), axis=-1)[..., None]
+        scale = (rows > j) & (pivot != 0)
+        l_col = fnp.where(scale, col / fnp.where(scale, pivot, 1), col)
+        lu = fnp.where(cols == j, l_col[..., :, None], lu)
+        u_row = _row(lu, at_j)
+        below_right = (rows > j)[:, None] & (cols > j)
+        lu = fnp.where(below_right, lu - l_col[..., :, None] * u_row[..., None, :], lu)
+        return lu, pivots, perm
+
+    init = (a, fnp.zeros((*batch, k), np.int32),
+            fnp.broadcast_to(fnp.arange(m, dtype=np.int32), (*batch, m)))
+    return list(fori_loop(0, k, eliminate, init))
+
+
+def _householder_qr(a):
+    """Householder QR with LAPACK's conventions (geqrf + orgqr): ``(Q (m, m), R (m, n))``.
+
+    Reflector j maps column j below the diagonal to ``beta = -sign(alpha) * norm``; a
+    column already zero below the diagonal gets no reflection (tau = 0), as in dlarfg."""
+    from funcgrad.transforms.control_flow import fori_loop
+
+    fnp = _fnp()
+    *batch, m, n = a.shape
+    rows, cols = fnp.arange(m), fnp.arange(n)
+
+    def reflect(j, carry):
+        r, q = carry
+        col = _column(r, cols == j)
+        alpha = fnp.sum(fnp.where(rows == j, col, 0), axis=-1)
+        below = fnp.where(rows > j, col, 0)
+        tail = fnp.sum(below * below, axis=-1)
+        norm = fnp.sqrt(alpha * alpha + tail)
+        beta = fnp.where(alpha >= 0, -norm, norm)
+        active = tail > 0
+        v = fnp.where(rows == j, 1, below / fnp.where(active, alpha - beta, 1)[..., None])
+        tau = fnp.where(active, (beta - alpha) / fnp.where(active, beta, 1), 0)
+        tv = (tau[..., None] * v)
+        r = r - tv[..., :, None] * _mm(v[..., None, :], r)  # H R, H = I - tau v v^T
+        q = q - _mm(q, v[..., :, None]) * tv[..., None, :]  # Q H
+        # column j is now exactly (.., beta, 0, ...): write it so R is exactly triangular
+        top = fnp.where(active, beta, alpha)[..., None]
+        exact = fnp.where(rows == j, top, fnp.where(rows > j, 0, col))
+        return fnp.where(cols == j, exact[..., :, None], r), q
+
+    q0 = fnp.broadcast_to(fnp.eye(m, dtype=a.dtype), (*batch, m, m))
+    r, q = fori_loop(0, min(m, n), reflect, (a, q0))
+    return q, _triu(r)
+
+
+def _qr_lowered(a, *, full_matrices):
+    q, r = _householder_qr(a)
+    if not full_matrices:
+        k = min(a.shape[-2:])
+        q, r = q[..., :, :k], r[..., :k, :]
+    return [q, r]
+
+
+def _round_robin(n):
+    """Parallel Jacobi ordering: ``(rounds, n, n // 2)`` one-hot tables of the p and q
+    indices of the disjoint pairs each round rotates (circle method; with n odd one
+    index sits out each round)."""
+    players = n + n % 2
+    rounds = players - 1
+    mp = np.zeros((rounds, n, n // 2))
+    mq = np.zeros((rounds, n, n // 2))
+    for r in range(rounds):
+        others = list(range(1, players))
+        order = [0] + others[r:] + others[:r]
+        pairs = [tuple(sorted((order[i], order[players - 1 - i]))) for i in range(players // 2)]
+        pairs = [pq for pq in pairs if pq[1] < n]
+        for k, (p, q) in enumerate(pairs):
+            mp[r, p, k] = 1
+            mq[r, q, k] = 1
+    return mp, mq
+
+
+def _jacobi_rotation(app, aqq, apq):
+    """``(c, s)`` diagonalizing ``[[app, apq], [apq, aqq]]`` (Golub & Van Loan, sym.schur2)."""
+    fnp = _fnp()
+    nonzero = apq != 0
+    tau = (aqq - app) / (2 * fnp.where(nonzero, apq, 1))
+    t = fnp.where(tau >= 0, 1, -1) / (fnp.abs(tau) + fnp.sqrt(1 + tau * tau))
+    t = fnp.where(nonzero, t, 0)
+    c = 1 / fnp.sqrt(1 + t * t)
+    return c, t * c
+
+
+def _rotation_matrix(c, s, mp, mq):
+    """J with J[p,p] = J[q,q] = c, J[p,q] = s, J[q,p] = -s for every pair, else identity."""
+    fnp = _fnp()
+    n = mp.shape[0]
+    diagonal = 1 + _mm(mp, (c - 1)[..., :, None])[..., 0] + _mm(mq, (c - 1)[..., :, None])[..., 0]
+    off = _mm(mp * s[..., None, :], _mT(mq)) - _mm(mq * s[..., None, :], _mT(mp))
+    return fnp.eye(n, dtype=c.dtype) * diagonal[..., None, :] + off
+
+
+def _jacobi_sweeps(x, v, pair_entries, apply, converged, max_sweeps=30):
+    """Run sweeps of parallel Jacobi rounds on ``(x, v)`` until ``converged(x)``."""
+    from funcgrad.core.prims.elementwise import convert_element_type
+    from funcgrad.numpy._util import asarray
+    from funcgrad.transforms.control_flow import scan, while_loop
+
+    n = v.shape[-1]
+    tables = _round_robin(n)
+    mp_all, mq_all = (asarray(t.astype(x.dtype)) for t in tables)
+
+    def one_round(carry, masks):
+        x, v = carry
+        mp, mq = masks
+        c, s = _jacobi_rotation(*pair_entries(x, mp, mq))
+        j = _rotation_matrix(c, s, mp, mq)
+        return (apply(x, j), _mm(v, j)), None
+
+    def sweep(carry):
+        count, x, v = carry
+        (x, v), _ = scan(one_round, (x, v), (mp_all, mq_all))
+        return count + 1, x, v
+
+    def go_on(carry):
+        count, x, _ = carry
+        return (count < max_sweeps) & ~converged(x)
+
+    zero = convert_element_type(asarray(np.int32(0)), np.int32)
+    return while_loop(go_on, sweep, (zero, x, v))[1:]
+
+
+def _canonical_signs(v, axis):
+    """+1/-1 per vector along ``axis`` making ``sum_k v_k exp(-k/n)`` non-negative: a sign
+    convention shared by the eager and compiled eigh/svd (LAPACK's signs are arbitrary)."""
+    fnp = _fnp()
+    n = v.shape[axis]
+    weights = np.exp(-np.arange(n) / max(n, 1)).astype(v.dtype)
+    shape = [1] * v.ndim
+    shape[axis] = n
+    score = fnp.sum(v * weights.reshape(shape), axis=axis, keepdims=True)
+    return fnp.where(score < 0, -1, 1).astype(v.dtype)
+
+
+def _canonical_signs_numpy(v, axis):
+    n = v.shape[axis]
+    shape = [1] * v.ndim
+    shape[axis] = n
+    weights = np.exp(-np.arange(n) / max(n, 1)).astype(v.dtype).reshape(shape)
+    score = np.sum(v * weights, axis=axis, keepdims=True)
+    return np.where(score < 0, -1, 1).astype(v.dtype)
+
+
+def _eigh_lowered(a):
+    """Cyclic two-sided Jacobi (parallel ordering), then ascending order, canonical signs."""
+    fnp = _fnp()
+    n = a.shape[-1]
+    x = _symmetric_from_lower(a)
+    v = fnp.broadcast_to(fnp.eye(n, dtype=a.dtype), a.shape)
+    if n >= 2:
+        eps = float(np.finfo(a.dtype).eps)
+        off_mask = ~fnp.eye(n, dtype=bool)
+
+        def pair_entries(x, mp, mq):
+            diagonal = _diagonal(x)
+            return (_mm(diagonal[..., None, :], mp)[..., 0, :],
+                    _mm(diagonal[..., None, :], mq)[..., 0, :],
+                    fnp.sum(_mm(x, mq) * mp, axis=-2))
+
+        def converged(x):
+            off = fnp.sum(fnp.where(off_mask, x * x, 0), axis=(-2, -1))
+            total = fnp.sum(x * x, axis=(-2, -1))
+            return fnp.all(off <= (eps * eps) * total)
+
+        x, v = _jacobi_sweeps(x, v, pair_entries, lambda x, j: _mm(_mm(_mT(j), x), j),
+                              converged)
+    w = _diagonal(x)
+    order = fnp.argsort(w, axis=-1)
+    w = fnp.take_along_axis(w, order, axis=-1)
+    v = fnp.take_along_axis(v, fnp.broadcast_to(order[..., None, :], v.shape), axis=-1)
+    return [w, v * _canonical_signs(v, -2)]
+
+
+def _svd_lowered(a, *, full_matrices, compute_uv):
+    """One-sided Jacobi (see ``_svd_tall``) on the tall orientation, then the canonical
+    signs of ``_svd_impl`` and, for ``full_matrices``, the completed bases."""
+    fnp = _fnp()
+    m, n = a.shape[-2:]
+    if m >= n:
+        s, u, v, extra_u, extra_v = *_svd_tall(a, compute_uv), None
+    else:
+        s, v, u, extra_v, extra_u = *_svd_tall(_mT(a), compute_uv), None
+    if not compute_uv:
+        return [s]
+    signs = _canonical_signs(u, -2)
+    u, v = u * signs, v * signs
+    if full_matrices:
+        u = u if extra_u is None else fnp.concatenate([u, extra_u], axis=-1)
+        v = v if extra_v is None else fnp.concatenate([v, extra_v], axis=-1)
+    return [s, u, _mT(v)]
+
+
+def _svd_tall(a, compute_uv):
+    """``(s, u, v, completion)`` of a tall ``a`` (m >= n) by one-sided Jacobi (Hestenes):
+    rotate column pairs until orthogonal; s = column norms, descending; u from a
+    Householder QR of the rotated columns, whose trailing Q columns complete u's basis."""
+    fnp = _fnp()
+    m, n = a.shape[-2:]
+    v = fnp.broadcast_to(fnp.eye(n, dtype=a.dtype), (*a.shape[:-2], n, n))
+    x = a
+    if n >= 2:
+        tol = float(np.finfo(a.dtype).eps) * n
+        off_mask = ~fnp.eye(n, dtype=bool)
+
+        def pair_entries(x, mp, mq):
+            norms = fnp.sum(x * x, axis=-2)[..., None, :]
+            xq = _mm(x, mq)
+            return (_mm(norms, mp)[..., 0, :], _mm(norms, mq)[..., 0, :],
+                    fnp.sum(_mm(x, mp) * xq, axis=-2))
+
+        def converged(x):
+            gram = _mm(_mT(x), x)
+            d = fnp.sqrt(_diagonal(gram))
+            scale = d[..., :, None] * d[..., None, :]
+            cos = fnp.abs(gram) / fnp.where(scale > 0, scale, 1)
+            return fnp.all(fnp.where(off_mask, cos, 0) <= tol)
+
+        x, v = _jacobi_sweeps(x, v, pair_entries, _mm, converged)
+    s = fnp.sqrt(fnp.sum(x * x, axis=-2))
+    order = fnp.argsort(-s, axis=-1)
+    s = fnp.take_along_axis(s, order, axis=-1)
+    if not compute_uv:
+        return s, None, None, None
+    x = fnp.take_along_axis(x, fnp.broadcast_to(order[..., None, :], x.shape), axis=-1)
+    v = fnp.take_along_axis(v, fnp.broadcast_to(order[..., None, :], v.shape), axis=-1)
+    q, r = _householder_qr(x)
+    u = q[..., :, :n] * fnp.where(_diagonal(r) < 0, -1, 1).astype(a.dtype)[..., None, :]
+    return s, u, v, (q[..., :, n:] if m > n else None)
+
+
+def _declare_lowerings():
+    from funcgrad.lowering import rules
+
+    cholesky_p.lower = rules.via(_cholesky_lowered)
+    triangular_solve_p.lower = rules.via(_triangular_solve_lowered)
+    lu_p.lower = rules.via(_lu_lowered)
+    qr_p.lower = rules.via(_qr_lowered)
+    eigh_p.lower = rules.via(_eigh_lowered)
+    svd_p.lower = rules.via(_svd_lowered)
+
+
+_declare_lowerings()

@@ -1,0 +1,673 @@
+"""Math functions as compositions of basic operations, for dtypes IREE cannot compile.
+
+IREE's llvm-cpu backend links no libm and expands only float32 math into polynomials, so a
+float64 ``sin`` (or ``tanh``, ``atan``, ``fmod`` ...) fails to link, and its float64
+``expm1``/``log1p``/``sinh``/``asinh``/``acosh``/``cosh`` are naive (``exp(x) - 1``: no
+correct digit near 0).  The functions here compute them from operations that do compile
+exactly or to within an ulp in every float dtype (``+ - * /``, ``sqrt``, ``exp``, ``log``,
+``floor``, ``round``, comparisons, ``select``); ``rules_for_dtype`` makes a primitive's
+lowering use them for the dtypes that need them.
+
+Accuracy (float64, measured by tests/lowering/test_math_lowering.py against NumPy):
+``sin``/``cos`` within 1 ulp and ``tan`` within 3 ulp for ``|x| < 2**27 * pi/2``
+(about 2.1e8; up to 2**150 they reduce by the float 2*pi and are bounded but not
+accurate, beyond that NaN: no Payne-Hanek reduction); the float32/16 and bfloat16
+``sin``/``cos``/``tan``/``atan2`` are these rounded, so the same ranges hold;
+``tanh``, ``expm1``, ``log1p``, ``sinh``, ``cosh``, ``asinh``, ``acosh``, ``atan``,
+``asin``, ``acos``, ``atan2``, ``atanh`` within 4 ulp everywhere; ``fmod`` exact except
+for |x| near the float64 maximum with |x / y| > 2**53 (about 3 s to compile).
+Complex functions are built on these from their textbook formulas (relative error about
+1e-15, 1e-12 for log/log1p/asinh/asin of small or unit-modulus z; away from branch cuts
+and overflow; C99's special values of infinities and the side of a branch cut taken are
+not all NumPy's).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from funcgrad.core import dtypes
+from funcgrad.core.prims import elementwise as ew
+from funcgrad.core.prims.structural import full_like
+
+# --- dispatching a primitive's lowering rule on its operand dtype -------------------------
+
+
+def rules_for_dtype(native, fallback: dict):
+    """A lowering rule running ``fallback[dtype]`` for the operand dtypes listed there and
+    ``native`` for all others.
+
+    Arguments:
+        native: the rule for dtypes IREE compiles correctly.
+        fallback: ``{dtype: rule}``, e.g. ``{fg.float64: rules.via(math64.sin)}``.
+
+    >>> sin_p.lower = rules_for_dtype(rules.elementwise("stablehlo.sine"),
+    ...                               {dtypes.float64: rules.via(sin)})
+    """
+    table = {np.dtype(d): r for d, r in fallback.items()}
+
+    def rule(ctx, args, in_avals, out_avals, **params):
+        chosen = table.get(np.dtype(in_avals[0].dtype), native)
+        return chosen(ctx, args, in_avals, out_avals, **params)
+
+    rule.__name__ = f"{getattr(native, '__name__', 'lower')}_by_dtype"
+    return rule
+
+
+def in_float64(function):
+    """``function`` computed in float64 and rounded back to its operands' dtype: the
+    fallback for float32/float16/bfloat16 where their native lowering is wrong."""
+
+    def wrapped(*args):
+        dtype = args[0].dtype
+        wide = [ew.convert_element_type(a, dtypes.float64) for a in args]
+        return ew.convert_element_type(function(*wide), dtype)
+
+    wrapped.__name__ = getattr(function, "__name__", "function")
+    return wrapped
+
+
+# --- small helpers ----------------------------------------------------------------------------
+
+
+def _where(pred, on_true, on_false):
+    """select with Python numbers allowed for either branch."""
+    ref = on_true if not isinstance(on_true, (int, float)) else on_false
+    if isinstance(on_true, (int, float)):
+        on_true = full_like(ref, on_true)
+    if isinstance(on_false, (int, float)):
+        on_false = full_like(ref, on_false)
+    return ew.select_n(pred, on_false, on_true)
+
+
+def _polynomial(x, coefficients):
+    """Horner's rule; ``coefficients`` from the highest degree down."""
+    result = full_like(x, coefficients[0])
+    for c in coefficients[1:]:
+        result = result * x + c
+    return result
+
+
+def _with_sign_of(magnitude, x):
+    """``magnitude`` with the sign of ``x`` (x = +-0 gives x itself, so -0 stays -0)."""
+    return _where(ew.eq(x, full_like(x, 0)), x, _where(ew.lt(x, full_like(x, 0)),
+                                                       -magnitude, magnitude))
+
+
+def _sign_bit(x):
+    """True for negative x, -0 and -inf (1 / -0 is -inf)."""
+    zero = full_like(x, 0)
+    return ew.lt(x, zero) | (ew.eq(x, zero) & ew.lt(1.0 / x, zero))
+
+
+def _two_sum(a, b):
+    """``a + b`` as ``hi + lo`` exactly (Knuth's TwoSum, no ordering needed)."""
+    hi = a + b
+    b_virtual = hi - a
+    lo = (a - (hi - b_virtual)) + (b - b_virtual)
+    return hi, lo
+
+
+# --- pi/2 split into 26-bit parts: k * part is exact for integers |k| < 2**27 ---------------
+
+
+def _pi_times_2_to(bits: int) -> int:
+    """floor(pi * 2**bits), by Machin's formula in integers."""
+    scale = 1 << (bits + 32)
+
+    def arctan_inverse(n):
+        total, term, k, sign = 0, scale // n, 1, 1
+        while term:
+            total += sign * (term // k)
+            term //= n * n
+            k += 2
+            sign = -sign
+        return total
+
+    return (16 * arctan_inverse(5) - 4 * arctan_inverse(239)) >> 32
+
+
+def _split_half_pi(parts: int, bits: int):
+    """pi/2 as a sum of ``parts`` floats of ``bits`` significant bits each."""
+    from fractions import Fraction
+
+    precision = parts * bits + 16
+    remaining = Fraction(_pi_times_2_to(precision), 2 ** (precision + 1))
+    pieces = []
+    for _ in range(parts):
+        exponent = remaining.numerator.bit_length() - remaining.denominator.bit_length()
+        scale = Fraction(2) ** (bits - 1 - exponent)
+        piece = Fraction(math.floor(remaining * scale)) / scale
+        pieces.append(float(piece))
+        remaining -= piece
+    return tuple(pieces)
+
+
+_HALF_PI_PARTS = _split_half_pi(parts=6, bits=26)
+_REDUCTION_LIMIT = 2.0 ** 27  # largest quadrant index reduced exactly
+
+# fdlibm's minimax kernels on [-pi/4, pi/4] (public constants, k_sin.c and k_cos.c)
+_SIN = (1.58969099521155010221e-10, -2.50507602534068634195e-08, 2.75573137070700676789e-06,
+        -1.98412698298579493134e-04, 8.33333333332248946124e-03)
+_SIN1 = -1.66666666666666324348e-01
+_COS = (-1.13596475577881948265e-11, 2.08757232129817482790e-09, -2.75573143513906633035e-07,
+        2.48015872894767294178e-05, -1.38888888888741095749e-03, 4.16666666666666019037e-02)
+
+
+def _reduce_half_pi(x):
+    """x = k * pi/2 + (hi + lo) with |hi + lo| <= pi/4; returns (k, hi, lo)."""
+    # beyond the exact range only a bounded result is promised: reduce by the float 2*pi
+    huge = ew.ge(ew.abs(x), full_like(x, _REDUCTION_LIMIT * _HALF_PI_PARTS[0]))
+    x = _where(huge, fmod(x, full_like(x, 2 * math.pi), levels=3), x)
+    x = _where(ew.ge(ew.abs(x), full_like(x, 2.0 ** 150)), math.nan, x)
+    k = ew.round(x * (2 / math.pi))
+    hi = x - k * _HALF_PI_PARTS[0]  # exact (Sterbenz)
+    lo = full_like(x, 0)
+    for part in _HALF_PI_PARTS[1:]:
+        hi, err = _two_sum(hi, -(k * part))
+        lo = lo + err
+    hi, lo = _two_sum(hi, lo)
+    return k, hi, lo
+
+
+def _kernel_sin(x, y):
+    """sin(x + y) for |x| <= pi/4, |y| <= ulp(x)/2."""
+    z = x * x
+    v = z * x
+    r = _polynomial(z, _SIN)
+    return x - ((z * (0.5 * y - v * r) - y) - v * _SIN1)
+
+
+def _kernel_cos(x, y):
+    """cos(x + y) for |x| <= pi/4, |y| <= ulp(x)/2."""
+    z = x * x
+    r = z * _polynomial(z, _COS)
+    half_z = 0.5 * z
+    w = 1.0 - half_z
+    return w + (((1.0 - w) - half_z) + (z * r - x * y))
+
+
+def _sin_cos(x):
+    k, hi, lo = _reduce_half_pi(x)
+    quadrant = k - 4.0 * ew.floor(k * 0.25)  # 0..3
+    s, c = _kernel_sin(hi, lo), _kernel_cos(hi, lo)
+    return quadrant, s, c
+
+
+def _keep_zero(x, out):
+    """x where x is +-0 (the reduction's sums lose the sign of -0)."""
+    return _where(ew.eq(x, full_like(x, 0)), x, out)
+
+
+def sin(x):
+    """Sine; float64 within 1 ulp for |x| < 2**27 * pi/2.
+
+    >>> sin(fg.tensor([0.5]))
+    """
+    quadrant, s, c = _sin_cos(x)
+    q = ew.convert_element_type(quadrant, dtypes.int32)
+    return _keep_zero(x, ew.select_n(q, s, c, -s, -c))
+
+
+def cos(x):
+    """Cosine; float64 within 1 ulp for |x| < 2**27 * pi/2.
+
+    >>> cos(fg.tensor([0.5]))
+    """
+    quadrant, s, c = _sin_cos(x)
+    q = ew.convert_element_type(quadrant, dtypes.int32)
+    return ew.select_n(q, c, -s, -c, s)
+
+
+def tan(x):
+    """Tangent as sine over cosine of the reduced argument (within 3 ulp).
+
+    >>> tan(fg.tensor([0.5]))
+    """
+    quadrant, s, c = _sin_cos(x)
+    odd = ew.eq(quadrant, full_like(quadrant, 1)) | ew.eq(quadrant, full_like(quadrant, 3))
+    return _keep_zero(x, _where(odd, -c / s, s / c))
+
+
+# --- exponential family -------------------------------------------------------------------------
+
+
+def expm1(x):
+    """exp(x) - 1 without cancellation near 0: the Taylor series for |x| < 0.5.
+
+    >>> expm1(fg.tensor([1e-10]))
+    """
+    # x * (1 + x/2 * (1 + x/3 * (... (1 + x/19)))): relative error of its tail < 1e-19
+    series = full_like(x, 1.0)
+    for n in range(19, 1, -1):
+        series = 1.0 + (x * (1.0 / n)) * series
+    small = x * series
+    return _where(ew.lt(ew.abs(x), full_like(x, 0.5)), small, ew.exp(x) - 1.0)
+
+
+def log1p(x):
+    """log(1 + x), accurate near 0: log(u) * x / (u - 1) with u = 1 + x (Goldberg).
+
+    >>> log1p(fg.tensor([1e-10]))
+    """
+    u = 1.0 + x
+    one = full_like(x, 1.0)
+    safe = _where(ew.eq(u, one), full_like(x, 2.0), u)
+    corrected = ew.log(safe) * (x / (safe - 1.0))
+    large = ew.gt(x, full_like(x, 2.0 ** 53))  # u - 1 is inf or imprecise there
+    return _where(ew.eq(u, one), x, _where(large, ew.log(x), corrected))
+
+
+def _exp_large(a):
+    """exp(a) for a up to 2 * 709.78 without overflowing halfway: (exp(a/2) / 2) * exp(a/2)
+    is 0.5 * exp(a)."""
+    half = ew.exp(a * 0.5)
+    return (0.5 * half) * half
+
+
+def sinh(x):
+    """Hyperbolic sine, from expm1 (no cancellation near 0).
+
+    >>> sinh(fg.tensor([1e-10]))
+    """
+    a = ew.abs(x)
+    e = expm1(a)
+    small = 0.5 * (e + e / (e + 1.0))
+    return _with_sign_of(_where(ew.lt(a, full_like(a, 22.0)), small, _exp_large(a)), x)
+
+
+def cosh(x):
+    """Hyperbolic cosine, finite up to |x| = 710.47.
+
+    >>> cosh(fg.tensor([2.0]))
+    """
+    a = ew.abs(x)
+    e = ew.exp(a)
+    return _where(ew.lt(a, full_like(a, 22.0)), 0.5 * e + 0.5 / e, _exp_large(a))
+
+
+def tanh(x):
+    """tanh(|x|) = -expm1(-2|x|) / (2 + expm1(-2|x|)), sign restored.
+
+    >>> tanh(fg.tensor([0.5]))
+    """
+    e = expm1(-2.0 * ew.abs(x))
+    return _with_sign_of(-e / (2.0 + e), x)
+
+
+_LN2 = math.log(2.0)
+
+
+def asinh(x):
+    """Inverse hyperbolic sine (fdlibm's three ranges).
+
+    >>> asinh(fg.tensor([0.5]))
+    """
+    a = ew.abs(x)
+    a_squared = a * a
+    small = log1p(a + a_squared / (1.0 + ew.sqrt(1.0 + a_squared)))
+    medium = ew.log(2.0 * a + 1.0 / (ew.sqrt(a_squared + 1.0) + a))
+    large = ew.log(a) + _LN2
+    out = _where(ew.lt(a, full_like(a, 2.0)), small,
+                 _where(ew.lt(a, full_like(a, 2.0 ** 28)), medium, large))
+    return _with_sign_of(out, x)
+
+
+def acosh(x):
+    """Inverse hyperbolic cosine; NaN below 1.
+
+    >>> acosh(fg.tensor([1.5]))
+    """
+    t = x - 1.0
+    small = log1p(t + ew.sqrt(2.0 * t + t * t))
+    medium = ew.log(2.0 * x - 1.0 / (x + ew.sqrt(x * x - 1.0)))
+    large = ew.log(x) + _LN2
+    out = _where(ew.lt(x, full_like(x, 2.0)), small,
+                 _where(ew.lt(x, full_like(x, 2.0 ** 28)), medium, large))
+    return _where(ew.lt(x, full_like(x, 1.0)), math.nan, out)
+
+
+def atanh(x):
+    """Inverse hyperbolic tangent, 0.5 log1p(2x / (1 - x)) on |x| (fdlibm's form).
+
+    >>> atanh(fg.tensor([0.5]))
+    """
+    a = ew.abs(x)
+    small = 0.5 * log1p(2.0 * a + 2.0 * a * a / (1.0 - a))
+    large = 0.5 * log1p(2.0 * a / (1.0 - a))
+    out = _where(ew.lt(a, full_like(a, 0.5)), small, large)
+    return _with_sign_of(_where(ew.gt(a, full_like(a, 1.0)), math.nan, out), x)
+
+
+# --- inverse trigonometry ----------------------------------------------------------------------
+
+# fdlibm s_atan.c: atan at the breakpoints 0.5, 1, 1.5, inf as hi + lo, and its kernel
+_ATAN_HI = (4.63647609000806093515e-01, 7.85398163397448278999e-01,
+            9.82793723247329054082e-01, 1.57079632679489655800e+00)
+_ATAN_LO = (2.26987774529616870924e-17, 3.06161699786838301793e-17,
+            1.39033110312309984516e-17, 6.12323399573676603587e-17)
+_AT = (3.33333333333329318027e-01, -1.99999999998764832476e-01, 1.42857142725034663711e-01,
+       -1.11111104054623557880e-01, 9.09088713343650656196e-02, -7.69187620504482999495e-02,
+       6.66107313738753120669e-02, -5.83357013379057348645e-02, 4.97687799461593236017e-02,
+       -3.65315727442169155270e-02, 1.62858201153657823623e-02)
+
+
+def _atan_nonnegative(a):
+    """atan(a) for a >= 0 (or NaN): reduce to |t| <= 7/16 around a breakpoint."""
+    one = full_like(a, 1.0)
+    bounds = (7 / 16, 11 / 16, 19 / 16, 39 / 16)
+    t_candidates = (a, (2.0 * a - 1.0) / (2.0 + a), (a - 1.0) / (a + 1.0),
+                    (a - 1.5) / (1.0 + 1.5 * a), -one / a)
+    # index 0: no reduction; 1..4: around breakpoint index-1
+    index = full_like(a, 0.0)
+    for bound in bounds:
+        index = index + ew.convert_element_type(ew.ge(a, full_like(a, bound)), a.dtype)
+    which = ew.convert_element_type(index, dtypes.int32)
+    t = ew.select_n(which, *t_candidates)
+    z = t * t
+    w = z * z
+    s1 = z * _polynomial(w, _AT[10::-2])
+    s2 = w * _polynomial(w, _AT[9::-2])
+    hi = ew.select_n(which, full_like(a, 0.0), *[full_like(a, v) for v in _ATAN_HI])
+    lo = ew.select_n(which, full_like(a, 0.0), *[full_like(a, v) for v in _ATAN_LO])
+    reduced = hi - ((t * (s1 + s2) - lo) - t)
+    return _where(ew.eq(which, ew.convert_element_type(full_like(a, 0), dtypes.int32)),
+                  t - t * (s1 + s2), reduced)
+
+
+def atan(x):
+    """Arctangent (fdlibm's reduction and kernel), within 1 ulp.
+
+    >>> atan(fg.tensor([0.5]))
+    """
+    return _with_sign_of(_atan_nonnegative(ew.abs(x)), x)
+
+
+_PI_HI, _PI_LO = math.pi, 1.2246467991473532e-16  # pi = _PI_HI + _PI_LO to 107 bits
+
+
+def atan2(y, x):
+    """Angle of (x, y) in (-pi, pi], with C99's values at zeros and infinities.
+
+    >>> atan2(fg.tensor([1.0]), fg.tensor([-1.0]))
+    """
+    ax, ay = ew.abs(x), ew.abs(y)
+    both_inf = ew.eq(ax, full_like(ax, math.inf)) & ew.eq(ay, full_like(ay, math.inf))
+    both_zero = ew.eq(ax, full_like(ax, 0)) & ew.eq(ay, full_like(ay, 0))
+    ratio = _where(both_inf | both_zero, full_like(ax, 1.0), ay / ax)
+    angle = _atan_nonnegative(ratio)  # in [0, pi/2]
+    angle = _where(both_zero, full_like(ax, 0.0), angle)
+    negative_x = _sign_bit(x)
+    angle = _where(negative_x, _PI_HI - (angle - _PI_LO), angle)
+    # pi - pi/2 rounds a bit high through the sum above; pi/2 itself is exact
+    angle = _where(ew.eq(ratio, full_like(ratio, math.inf)), full_like(ratio, math.pi / 2),
+                   angle)
+    angle = _where(_sign_bit(y), -angle, angle)
+    return _where(ew.ne(x, x) | ew.ne(y, y), math.nan, angle)
+
+
+def asin(x):
+    """Arcsine as atan2(x, sqrt((1 - x)(1 + x))); NaN outside [-1, 1].
+
+    >>> asin(fg.tensor([0.5]))
+    """
+    return atan2(x, ew.sqrt((1.0 - x) * (1.0 + x)))
+
+
+def acos(x):
+    """Arccosine as 2 atan(sqrt((1 - x) / (1 + x))); NaN outside [-1, 1].
+
+    >>> acos(fg.tensor([0.5]))
+    """
+    return 2.0 * _atan_nonnegative(ew.sqrt((1.0 - x) / (1.0 + x)))
+
+
+# --- remainder ---------------------------------------------------------------------------------
+
+
+def _two_product(a, b):
+    """``a * b`` as ``hi + lo`` exactly (Dekker's product with Veltkamp splitting)."""
+    # scale a huge a down by a power of two first: the splitting constant would overflow
+    scale = _where(ew.gt(ew.abs(a), full_like(a, 2.0 ** 900)), full_like(a, 2.0 ** -100),
+                   full_like(a, 1.0))
+    a = a * scale
+    hi = a * b
+    a_hi, a_lo = _split(a)
+    b_hi, b_lo = _split(b)
+    lo = ((a_hi * b_hi - hi) + a_hi * b_lo + a_lo * b_hi) + a_lo * b_lo
+    return hi / scale, lo / scale
+
+
+def _split(a):
+    big = a * 134217729.0  # 2**27 + 1
+    hi = big - (big - a)
+    return hi, a - hi
+
+
+def _fmod_step(r, b):
+    """r mod b for 0 <= r < 2**53 b, exactly: one quotient, an exact product, one fix-up."""
+    q = ew.floor(r / b)
+    hi, lo = _two_product(q, b)
+    reduced = (r - hi) - lo  # r - hi is exact (Sterbenz); the result is representable
+    reduced = _where(ew.lt(reduced, full_like(r, 0.0)), reduced + b, reduced)
+    reduced = _where(ew.ge(reduced, b), reduced - b, reduced)
+    return _where(ew.lt(r, b), r, reduced)
+
+
+def fmod(x, y, levels: int = 41):
+    """C's fmod: x - trunc(x / y) * y with the sign of x, exactly.
+
+    r mod y = (r mod y 2**(52 j)) mod y, so reducing by y 2**(52 j) for j = levels-1 ... 0
+    keeps every quotient below 2**53; 41 levels cover all float64 ratios, fewer suffice
+    for a bounded |x / y| (< 2**(52 levels)).
+
+    >>> fmod(fg.tensor([5.5]), fg.tensor([2.0]))
+    """
+    a, b = ew.abs(x), ew.abs(y)
+    divisors = [b]
+    for _ in range(levels - 1):
+        divisors.append(divisors[-1] * 2.0 ** 52)  # exact, or inf: then r stays as it is
+    r = a
+    for divisor in reversed(divisors):
+        r = _fmod_step(r, divisor)
+    invalid = ew.eq(b, full_like(b, 0)) | ew.eq(a, full_like(a, math.inf))
+    r = _where(invalid | ew.ne(x, x) | ew.ne(y, y), math.nan, r)
+    return _where(_sign_bit(x), -r, r)
+
+
+# --- unsigned and complex odds and ends ---------------------------------------------------------
+
+
+def unsigned_sign(x):
+    """sign of an unsigned integer: 0 or 1."""
+    return ew.min(x, full_like(x, 1))
+
+
+def complex_is_finite(z):
+    """Both parts finite."""
+    return ew.is_finite(ew.real(z)) & ew.is_finite(ew.imag(z))
+
+
+# --- complex functions from real ones (textbook formulas on the parts) ---------------------------
+
+
+def _parts(z):
+    return ew.real(z), ew.imag(z)
+
+
+def _complex(re, im):
+    return ew.complex_(re, im)
+
+
+def _hypot(a, b):
+    """sqrt(a**2 + b**2) without overflow or underflow in the squares."""
+    a, b = ew.abs(a), ew.abs(b)
+    big, small = ew.max(a, b), ew.min(a, b)
+    safe = _where(ew.eq(big, full_like(big, 0)), full_like(big, 1.0), big)
+    ratio = small / safe
+    out = big * ew.sqrt(1.0 + ratio * ratio)
+    out = _where(ew.eq(big, full_like(big, 0)), full_like(big, 0.0), out)
+    inf = full_like(big, math.inf)
+    return _where(ew.eq(big, inf), inf, out)
+
+
+def complex_exp(z):
+    a, b = _parts(z)
+    e = ew.exp(a)
+    im = _where(ew.eq(b, full_like(b, 0)), b, e * ew.sin(b))
+    return _complex(e * ew.cos(b), im)
+
+
+def complex_log(z):
+    a, b = _parts(z)
+    return _complex(ew.log(_hypot(a, b)), ew.atan2(b, a))
+
+
+def complex_expm1(z):
+    a, b = _parts(z)
+    half_sin = ew.sin(0.5 * b)
+    re = ew.expm1(a) * ew.cos(b) - 2.0 * half_sin * half_sin
+    im = _where(ew.eq(b, full_like(b, 0)), b, ew.exp(a) * ew.sin(b))
+    return _complex(re, im)
+
+
+def complex_log1p(z):
+    a, b = _parts(z)
+    # |1 + z|**2 - 1 = 2a + a**2 + b**2 keeps the digits of a small z
+    small = 0.5 * ew.log1p(a * (2.0 + a) + b * b)
+    big = ew.log(_hypot(1.0 + a, b))
+    use_small = ew.lt(ew.abs(a) + ew.abs(b), full_like(a, 0.5))
+    return _complex(_where(use_small, small, big), ew.atan2(b, 1.0 + a))
+
+
+def complex_sin(z):
+    a, b = _parts(z)
+    return _complex(ew.sin(a) * ew.cosh(b), ew.cos(a) * ew.sinh(b))
+
+
+def complex_cos(z):
+    a, b = _parts(z)
+    return _complex(ew.cos(a) * ew.cosh(b), -(ew.sin(a) * ew.sinh(b)))
+
+
+def complex_sinh(z):
+    a, b = _parts(z)
+    return _complex(ew.sinh(a) * ew.cos(b), ew.cosh(a) * ew.sin(b))
+
+
+def complex_cosh(z):
+    a, b = _parts(z)
+    return _complex(ew.cosh(a) * ew.cos(b), ew.sinh(a) * ew.sin(b))
+
+
+def complex_tanh(z):
+    """Kahan's formula: with t = tan b, s = sinh a, c = cosh a and d = 1 + (1 + t**2) s**2,
+    tanh z = ((1 + t**2) c s + i t) / d; for |a| > 20 it is sign(a) + i 4 sin b cos b e^-2|a|."""
+    a, b = _parts(z)
+    t, s = ew.tan(b), ew.sinh(a)
+    beta = 1.0 + t * t
+    denominator = 1.0 + beta * s * s
+    re = beta * ew.cosh(a) * s / denominator
+    im = t / denominator
+    large = ew.gt(ew.abs(a), full_like(a, 20.0))
+    re = _where(large, ew.tanh(a), re)
+    im = _where(large, 4.0 * ew.sin(b) * ew.cos(b) * ew.exp(-2.0 * ew.abs(a)), im)
+    return _complex(re, _where(ew.eq(b, full_like(b, 0)), b, im))
+
+
+def complex_tan(z):
+    a, b = _parts(z)
+    w = complex_tanh(_complex(-b, a))  # tan z = -i tanh(i z)
+    c, d = _parts(w)
+    return _complex(d, -c)
+
+
+def complex_sqrt(z):
+    a, b = _parts(z)
+    t = ew.sqrt(0.5 * (ew.abs(a) + _hypot(a, b)))
+    safe_t = _where(ew.eq(t, full_like(t, 0)), full_like(t, 1.0), t)
+    other = ew.abs(b) / (2.0 * safe_t)
+    other = _where(ew.eq(t, full_like(t, 0)), full_like(t, 0.0), other)
+    nonnegative = ew.ge(a, full_like(a, 0))
+    re = _where(nonnegative, t, other)
+    im = _where(nonnegative, _with_sign_of_bit(other, b), _with_sign_of_bit(t, b))
+    inf = full_like(b, math.inf)
+    return _complex(re, _where(ew.eq(ew.abs(b), inf), b, im))
+
+
+def _with_sign_of_bit(magnitude, x):
+    return _where(_sign_bit(x), -magnitude, magnitude)
+
+
+def complex_rsqrt(z):
+    a, b = _parts(z)
+    zero = ew.eq(a, full_like(a, 0)) & ew.eq(b, full_like(b, 0))
+    pole = _complex(full_like(a, math.inf), full_like(a, math.nan))  # NumPy's 1 / 0j
+    return _where(zero, pole, 1.0 / complex_sqrt(z))
+
+
+def complex_logistic(z):
+    return 1.0 / (1.0 + complex_exp(-z))
+
+
+def complex_pow(x, y):
+    zero = ew.eq(x, ew.convert_element_type(full_like(ew.real(x), 0), x.dtype))
+    out = complex_exp(y * complex_log(x))
+    one = ew.convert_element_type(full_like(ew.real(x), 1), x.dtype)
+    y_zero = ew.eq(y, ew.convert_element_type(full_like(ew.real(y), 0), y.dtype))
+    out = _where(zero, ew.convert_element_type(full_like(ew.real(x), 0), x.dtype), out)
+    return _where(y_zero, one, out)
+
+
+def _times_i(z):
+    a, b = _parts(z)
+    return _complex(-b, a)
+
+
+def _times_minus_i(z):
+    a, b = _parts(z)
+    return _complex(b, -a)
+
+
+def complex_asinh(z):
+    # log(z + sqrt(z**2 + 1)) on the right half plane, odd symmetry for the left
+    a, _ = _parts(z)
+    flip = _sign_bit(a)
+    w = _where(flip, -z, z)
+    out = complex_log(w + complex_sqrt(w * w + 1.0))
+    return _where(flip, -out, out)
+
+
+def complex_asin(z):
+    return _times_minus_i(complex_asinh(_times_i(z)))
+
+
+def complex_acos(z):
+    return math.pi / 2 - complex_asin(z)
+
+
+def complex_acosh(z):
+    return complex_log(z + complex_sqrt(z + 1.0) * complex_sqrt(z - 1.0))
+
+
+def complex_atanh(z):
+    return 0.5 * (complex_log1p(z) - complex_log1p(-z))
+
+
+def complex_atan(z):
+    return _times_minus_i(complex_atanh(_times_i(z)))
+
+
+def complex_functions():
+    """{primitive: its complex composition}, for the lowering table."""
+    return {
+        ew.exp_p: complex_exp, ew.log_p: complex_log, ew.expm1_p: complex_expm1,
+        ew.log1p_p: complex_log1p, ew.sin_p: complex_sin, ew.cos_p: complex_cos,
+        ew.tan_p: complex_tan, ew.sinh_p: complex_sinh, ew.cosh_p: complex_cosh,
+        ew.tanh_p: complex_tanh, ew.sqrt_p: complex_sqrt, ew.rsqrt_p: complex_rsqrt,
+        ew.logistic_p: complex_logistic, ew.pow_p: complex_pow, ew.asinh_p: complex_asinh,
+        ew.asin_p: complex_asin, ew.acos_p: complex_acos, ew.acosh_p: complex_acosh,
+        ew.atanh_p: complex_atanh, ew.atan_p: complex_atan,
+    }

@@ -1,0 +1,263 @@
+"""fg.jit's API: static arguments, retracing and its log, lowering text, the compile cache
+on disk, donation, device-resident results, pytrees, trace-time side effects, and
+composition with grad/vmap."""
+
+import logging
+import pathlib
+
+import numpy as np
+import pytest
+
+import funcgrad as fg
+import funcgrad.numpy as fnp
+from funcgrad.core.tensor import device_buffer
+from funcgrad.lowering import compiler
+from funcgrad.transforms.jit import DonatedBufferError
+
+
+def _close(got, want, rtol=1e-6, atol=1e-7):
+    np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=rtol, atol=atol)
+
+
+def _f64(*shape, seed=0):
+    return fg.tensor(np.random.default_rng(seed).standard_normal(shape))
+
+
+# --- static arguments ---------------------------------------------------------------------
+
+
+def test_static_argnums_and_argnames():
+    traces = []
+
+    def power(x, n, *, scale=1.0):
+        traces.append((n, scale))
+        return x ** n * scale
+
+    f = fg.jit(power, static_argnums=1, static_argnames="scale")
+    x = _f64(3)
+    _close(f(x, 2, scale=3.0), np.asarray(x) ** 2 * 3)
+    _close(f(x, 3, scale=3.0), np.asarray(x) ** 3 * 3)
+    _close(f(x, 2, scale=3.0), np.asarray(x) ** 2 * 3)
+    _close(f(x, 2, scale=0.5), np.asarray(x) ** 2 * 0.5)
+    assert traces == [(2, 3.0), (3, 3.0), (2, 0.5)]
+
+
+def test_unhashable_static_argument_is_a_type_error_naming_it():
+    f = fg.jit(lambda x, shape: fnp.reshape(x, shape), static_argnums=1)
+    with pytest.raises(TypeError, match=r"static argument #1 .*list.*hashable"):
+        f(_f64(6), [2, 3])
+    g = fg.jit(lambda x, *, shape: fnp.reshape(x, shape), static_argnames="shape")
+    with pytest.raises(TypeError, match=r"static argument 'shape'.*hashable"):
+        g(_f64(6), shape=[2, 3])
+    assert g(_f64(6), shape=(2, 3)).shape == (2, 3)
+
+
+def test_traced_value_in_python_control_flow_names_the_fix():
+    def f(x):
+        if fnp.sum(x) > 0:
+            return x
+        return -x
+
+    with pytest.raises(Exception, match=r"static_argnums|fg\.cond|cond"):
+        fg.jit(f)(_f64(3))
+
+
+# --- retracing ------------------------------------------------------------------------------
+
+
+def test_retraces_on_new_shape_and_logs_why(caplog):
+    traces = []
+
+    def f(x):
+        traces.append(x.shape)
+        return x * 2
+
+    g = fg.jit(f)
+    with caplog.at_level(logging.INFO, logger="funcgrad.jit"):
+        g(_f64(3))
+        g(_f64(3, seed=1))
+        assert not [r for r in caplog.records if "retrac" in r.getMessage()]
+        g(_f64(4))
+        g(fg.tensor(np.ones(4, np.float32)))
+    assert traces == [(3,), (4,), (4,)]
+    messages = [r.getMessage() for r in caplog.records if "retrac" in r.getMessage()]
+    assert len(messages) == 2, messages
+    assert "shape" in messages[0] and "[3]" in messages[0] and "[4]" in messages[0]
+    assert "dtype" in messages[1] and "float32" in messages[1]
+
+
+def test_python_side_effects_run_only_while_tracing(capsys):
+    calls = []
+
+    @fg.jit
+    def f(x):
+        calls.append(1)
+        print("tracing")
+        return fnp.sin(x) + 1
+
+    x = _f64(5)
+    for _ in range(3):
+        _close(f(x), np.sin(np.asarray(x)) + 1, rtol=1e-12)
+    assert len(calls) == 1
+    assert capsys.readouterr().out.count("tracing") == 1
+
+
+# --- lowering and compiling -----------------------------------------------------------------
+
+
+def test_lower_as_text_and_compile():
+    f = fg.jit(lambda x, y: fnp.tanh(x @ y) + fnp.sum(x, axis=0))
+    x = fg.tensor(np.asarray(_f64(3, 3)).astype(np.float32))
+    y = fg.tensor(np.asarray(_f64(3, 3, seed=1)).astype(np.float32))
+    lowered = f.lower(x, y)
+    text = lowered.as_text()
+    assert "func.func" in text and "stablehlo.dot_general" in text
+    assert "stablehlo.tanh" in text and "stablehlo.reduce" in text
+    compiled = lowered.compile()
+    want = np.tanh(np.asarray(x) @ np.asarray(y)) + np.asarray(x).sum(0)
+    _close(compiled(x, y), want, rtol=1e-5, atol=1e-6)
+    _close(f(x, y), want, rtol=1e-5, atol=1e-6)
+
+
+def _vmfb_files(root):
+    return sorted(pathlib.Path(root).rglob("*.vmfb"))
+
+
+def test_disk_cache_is_written_reused_and_repaired(tmp_path, monkeypatch):
+    monkeypatch.setenv("FUNCGRAD_CACHE_DIR", str(tmp_path))
+
+    def fun(x):
+        return fnp.cos(x) * 3 - x
+
+    x = _f64(4)
+    want = np.cos(np.asarray(x)) * 3 - np.asarray(x)
+    _close(fg.jit(fun)(x), want, rtol=1e-12)
+    files = _vmfb_files(tmp_path)
+    assert len(files) == 1 and files[0].stat().st_size > 0
+
+    # a fresh process-like state (memory cache cleared, new jit object) reuses the file
+    fg.clear_caches()
+
+    def no_compile(*args, **kwargs):
+        raise AssertionError("compiled although the disk cache holds the module")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(compiler, "_compile", no_compile)
+        _close(fg.jit(fun)(x), want, rtol=1e-12)
+
+    # a corrupt entry is ignored, rebuilt and rewritten
+    files[0].write_bytes(b"garbage")
+    fg.clear_caches()
+    compiles = []
+    real_compile = compiler._compile
+
+    def counting(*args, **kwargs):
+        compiles.append(1)
+        return real_compile(*args, **kwargs)
+
+    monkeypatch.setattr(compiler, "_compile", counting)
+    _close(fg.jit(fun)(x), want, rtol=1e-12)
+    assert compiles == [1]
+    assert files[0].read_bytes() != b"garbage"
+    fg.clear_caches()
+    _close(fg.jit(fun)(x), want, rtol=1e-12)
+    assert compiles == [1]
+
+
+# --- buffers --------------------------------------------------------------------------------
+
+
+def test_results_stay_on_the_device_and_feed_back():
+    f = fg.jit(lambda x: x * 2 + 1)
+    x = _f64(3)
+    out = f(x)
+    assert device_buffer(out) is not None
+    again = f(out)
+    assert device_buffer(again) is not None
+    _close(again, (np.asarray(x) * 2 + 1) * 2 + 1, rtol=1e-12)
+    _close(out + 1, np.asarray(x) * 2 + 2, rtol=1e-12)  # eager ops read device results
+
+
+def test_donated_argument_cannot_be_used_again():
+    f = fg.jit(lambda x, y: x + y, donate_argnums=0)
+    x, y = _f64(3), _f64(3, seed=1)
+    want = np.asarray(x) + np.asarray(y)
+    out = f(x, y)
+    _close(out, want, rtol=1e-12)
+    with pytest.raises(DonatedBufferError, match="donated"):
+        np.asarray(x)
+    with pytest.raises(DonatedBufferError):
+        f(x, y)
+    _close(y, np.asarray(y))  # the other argument is untouched
+    _close(f(out, y), want + np.asarray(y), rtol=1e-12)
+
+
+# --- pytrees --------------------------------------------------------------------------------
+
+
+def test_pytree_arguments_and_outputs():
+    def f(params, batch):
+        hidden = fnp.tanh(batch["x"] @ params["w"] + params["b"])
+        return {"out": hidden, "stats": (fnp.mean(hidden), [fnp.max(hidden)])}
+
+    params = {"w": _f64(3, 2), "b": _f64(2, seed=1)}
+    batch = {"x": _f64(4, 3, seed=2)}
+    want = f(params, batch)
+    got = fg.jit(f)(params, batch)
+    assert fg.tree.structure(got) == fg.tree.structure(want)
+    for g, w in zip(fg.tree.leaves(got), fg.tree.leaves(want)):
+        _close(g, w, rtol=1e-12)
+
+
+def test_weak_python_scalars_keep_the_tensor_dtype():
+    f = fg.jit(lambda x, s: x * s + 1.0)
+    out = f(fg.tensor(np.ones(3, np.float32)), 2.0)
+    assert out.dtype == np.float32
+    _close(out, np.full(3, 3.0))
+
+
+# --- composition ------------------------------------------------------------------------------
+
+
+def _loss(w, x):
+    return fnp.sum(fnp.sin(x @ w) ** 2)
+
+
+def test_jit_of_grad_and_grad_of_jit():
+    w, x = _f64(3, 2), _f64(4, 3, seed=1)
+    want = fg.grad(_loss)(w, x)
+    _close(fg.jit(fg.grad(_loss))(w, x), want, rtol=1e-10)
+    _close(fg.grad(fg.jit(_loss))(w, x), want, rtol=1e-10)
+    value, grad = fg.jit(fg.value_and_grad(_loss, argnums=(0, 1)))(w, x)
+    _close(value, _loss(w, x), rtol=1e-12)
+    _close(grad[1], fg.grad(_loss, argnums=1)(w, x), rtol=1e-10)
+
+
+def test_vmap_of_jit_and_jit_of_vmap_of_grad():
+    w, xs = _f64(3, 2), _f64(5, 4, 3, seed=1)
+    per_example = [fg.grad(_loss)(w, xs[i]) for i in range(5)]
+    _close(fg.jit(fg.vmap(fg.grad(_loss), in_axes=(None, 0)))(w, xs),
+           np.stack([np.asarray(g) for g in per_example]), rtol=1e-10)
+    losses = fg.vmap(fg.jit(_loss), in_axes=(None, 0))(w, xs)
+    _close(losses, [np.asarray(_loss(w, xs[i])) for i in range(5)], rtol=1e-12)
+
+
+def test_nested_jit_and_higher_order():
+    inner = fg.jit(lambda x: fnp.exp(x) * x)
+    outer = fg.jit(lambda x: inner(x) + inner(2 * x))
+    x = _f64(4)
+    xn = np.asarray(x)
+    _close(outer(x), np.exp(xn) * xn + np.exp(2 * xn) * 2 * xn, rtol=1e-12)
+    second = fg.jit(fg.grad(fg.grad(lambda v: fnp.sum(inner(v)))))
+    # d2/dx2 of x e^x = (x + 2) e^x
+    _close(second(fg.tensor(np.array(0.3))), (0.3 + 2) * np.exp(0.3), rtol=1e-10)
+
+
+def test_jit_with_control_flow_and_linalg_gradients():
+    def f(a):
+        l = fnp.linalg.cholesky(a @ a.T + 3 * fnp.eye(3))
+        return fnp.sum(fg.fori_loop(0, 3, lambda i, v: v @ l / 3, l))
+
+    a = _f64(3, 3)
+    _close(fg.jit(f)(a), f(a), rtol=1e-10)
+    _close(fg.jit(fg.grad(f))(a), fg.grad(f)(a), rtol=1e-8, atol=1e-10)
