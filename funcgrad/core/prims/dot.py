@@ -176,12 +176,47 @@ def dot_general(lhs, rhs, dimension_numbers, preferred_element_type=None):
 def _lower_dot_general(ctx, args, in_avals, out_avals, *, dimension_numbers,
                        preferred_element_type=None):
     (lc, rc), (lb, rb) = dimension_numbers
+    lhs_aval, rhs_aval = in_avals
+    if all(lhs_aval.shape[a] == 1 for a in lc):
+        return [_lower_outer_product(ctx, args, in_avals, out_avals[0], dimension_numbers)]
     numbers = ctx.attr(
         "#stablehlo.dot<lhs_batching_dimensions = [{}], rhs_batching_dimensions = [{}], "
         "lhs_contracting_dimensions = [{}], rhs_contracting_dimensions = [{}]>".format(
             ", ".join(map(str, lb)), ", ".join(map(str, rb)), ", ".join(map(str, lc)),
             ", ".join(map(str, rc))))
     return ctx.op("stablehlo.dot_general", args, out_avals, {"dot_dimension_numbers": numbers})
+
+
+def _lower_outer_product(ctx, args, in_avals, out_aval, dimension_numbers):
+    """A contraction over nothing (or over size-1 axes) is a broadcast multiply.  As a
+    K=1 matmul it is slow, and with data tiling IREE 3.13 rejects large ones (per-example
+    weight gradients produce exactly these)."""
+    (lc, rc), (lb, rb) = dimension_numbers
+    nb = len(lb)
+    lf, rf = _free(in_avals[0].ndim, lc, lb), _free(in_avals[1].ndim, rc, rb)
+    positions = (list(range(nb)), list(range(nb, nb + len(lf))),
+                 list(range(nb + len(lf), out_aval.ndim)))
+
+    def spread(value, aval, batch, free, out_dims):
+        # batch axes then free axes (contracted size-1 axes dropped), placed in the output
+        order = list(batch) + list(free) + [a for a in range(aval.ndim) if a not in batch
+                                            and a not in free]
+        if order != list(range(aval.ndim)):
+            value = ctx.op1("stablehlo.transpose", [value], ShapedArray(
+                [aval.shape[a] for a in order], aval.dtype),
+                {"permutation": ctx.i64_array(order)})
+        kept = ShapedArray([aval.shape[a] for a in list(batch) + list(free)], aval.dtype)
+        value = ctx.op1("stablehlo.reshape", [value], kept)
+        target = ShapedArray(out_aval.shape, aval.dtype)
+        value = ctx.op1("stablehlo.broadcast_in_dim", [value], target,
+                        {"broadcast_dimensions": ctx.i64_array(out_dims)})
+        if aval.dtype != out_aval.dtype:
+            value = ctx.op1("stablehlo.convert", [value], out_aval)
+        return value
+
+    lhs = spread(args[0], in_avals[0], lb, lf, positions[0] + positions[1])
+    rhs = spread(args[1], in_avals[1], rb, rf, positions[0] + positions[2])
+    return ctx.op1("stablehlo.multiply", [lhs, rhs], out_aval)
 
 
 dot_general_p.lower = _lower_dot_general
