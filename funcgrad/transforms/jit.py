@@ -20,7 +20,7 @@ import optree
 
 from funcgrad.core import interpreter as _interp
 from funcgrad.core.abstract import ShapedArray
-from funcgrad.core.ir import IR
+from funcgrad.core.ir import IR, Literal, pretty_print
 from funcgrad.core.primitive import Primitive, UndefinedPrimal
 from funcgrad.core.tensor import Tensor, device_buffer, wrap_device
 from funcgrad.lowering.runtime import DeviceBuffer
@@ -86,15 +86,60 @@ def executable_for(program: IR):
     from funcgrad.lowering.mlir import lower_module
     from funcgrad.lowering.runtime import Executable
 
-    holder = session_for("cpu")
-    with holder.lock:
-        with holder.session.context:
-            module = lower_module(program, holder.session.context)
-        vmfb = compile_module(module, holder, getattr(program, "_name", "main"))
+    from funcgrad.lowering import compiler
+
+    # keyed by the IR itself first: a disk-cache hit then needs no compiler session and
+    # no MLIR (creating them is most of a warm first call)
+    ir_key = compiler.cache_key(_ir_key_text(program), compiler.CPU_FLAGS)
+    vmfb = compiler.lookup(ir_key)
+    if vmfb is None:
+        holder = session_for("cpu")
+        with holder.lock:
+            with holder.session.context:
+                module = lower_module(program, holder.session.context)
+            vmfb = compile_module(module, holder, getattr(program, "_name", "main"))
+        compiler.store(ir_key, vmfb)
     driver = "local-task" if _largest_step(program) > _PARALLEL_WORK else "local-sync"
     exe = Executable(vmfb, [v.aval.strip_weak() for v in program.outputs], driver=driver)
     program._executable = exe
     return exe
+
+
+def _ir_key_text(program: IR) -> str:
+    """The IR's text plus what it leaves out (literal dtypes) and the lowering code's
+    fingerprint, so a cache entry is reused only for the same program and compiler."""
+    literal_dtypes = []
+
+    def walk(p):
+        for eqn in p.equations:
+            literal_dtypes.extend(x.aval.dtype.name for x in eqn.inputs if isinstance(x, Literal))
+            for value in eqn.params.values():
+                for sub in (value if isinstance(value, tuple) else (value,)):
+                    if isinstance(sub, IR):
+                        walk(sub)
+
+    walk(program)
+    outs = ",".join(v.aval.strip_weak().str_short() for v in program.outputs)
+    return f"{pretty_print(program)}\n{literal_dtypes}\n{outs}\n{_source_fingerprint()}"
+
+
+_FINGERPRINT = None
+
+
+def _source_fingerprint() -> str:
+    """A hash of funcgrad's sources: any change to a lowering rule invalidates the cache."""
+    global _FINGERPRINT
+    if _FINGERPRINT is None:
+        import hashlib
+        from pathlib import Path
+
+        h = hashlib.sha256()
+        root = Path(__file__).resolve().parents[1]
+        for path in sorted(root.rglob("*.py")):
+            h.update(str(path.relative_to(root)).encode())
+            h.update(path.read_bytes())
+        _FINGERPRINT = h.hexdigest()
+    return _FINGERPRINT
 
 
 def compile_artifact(program: IR, target: str, arch: str | None = None) -> bytes:
