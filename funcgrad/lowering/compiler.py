@@ -13,6 +13,7 @@ import hashlib
 import logging
 import os
 import platform
+import subprocess
 import tempfile
 import threading
 import time
@@ -212,10 +213,12 @@ def _cache_path(key: str) -> str:
     return os.path.join(cache_dir(), key[:2], key + ".vmfb")
 
 
-def compile_module(module, holder: _SessionHolder, name: str = "main") -> bytes:
-    """Compile an MLIR module (built in ``holder``'s context) to a VM flatbuffer."""
-    text = str(module)
-    key = cache_key(text, holder.flags)
+def compile_module(module, holder: _SessionHolder, name: str = "main",
+                   key: str | None = None) -> bytes:
+    """Compile an MLIR module (built in ``holder``'s context) to a VM flatbuffer, cached
+    under ``key`` (by default the MLIR text with the flags)."""
+    if key is None:
+        key = cache_key(str(module), holder.flags)
     payload = lookup(key)
     if payload is not None:
         return payload
@@ -233,32 +236,57 @@ def compile_module(module, holder: _SessionHolder, name: str = "main") -> bytes:
 
 
 def _compile(module, holder: _SessionHolder, name: str) -> bytes:
-    from iree.compiler.api import Output
-
+    """Compile in an ``iree-compile`` subprocess.  The compiler can crash (seen: a race in
+    IREE 3.13's encoding materialization, now and then); in-process that would kill the
+    user's Python, here it is retried (then single-threaded) or reported as an error."""
     with holder.lock:
-        session = holder.session
-        diagnostics = []
+        with holder.session.context:
+            verified = module.operation.verify()
+            text = str(module)
+    if not verified:
+        raise CompileError(f"jit: the MLIR built for {name} does not verify:\n"
+                           f"{_truncate(text)}")
+    with tempfile.TemporaryDirectory(prefix="funcgrad-compile-") as tmp:
+        source = os.path.join(tmp, "module.mlir")
+        target = os.path.join(tmp, "module.vmfb")
+        with open(source, "w") as f:
+            f.write(text)
+        command = [_compiler_tool(), *holder.flags, source, "-o", target]
+        failure = ""
+        for extra in ((), (), ("--mlir-disable-threading",)):
+            try:
+                result = subprocess.run(command + list(extra), capture_output=True, text=True,
+                                        timeout=_COMPILE_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                raise CompileError(f"jit: compiling {name} took over {_COMPILE_TIMEOUT_S} s "
+                                   "and was stopped") from None
+            if result.returncode == 0:
+                with open(target, "rb") as f:
+                    return f.read()
+            failure = result.stderr
+            if "error:" in failure and "Stack dump" not in failure \
+                    and "PLEASE submit a bug report" not in failure:
+                break  # a real diagnostic: retrying will not help
+            logger.info("iree-compile crashed compiling %s (exit %s); retrying", name,
+                        result.returncode)
+    raise CompileError(f"jit: IREE failed to compile {name}:\n{_diagnostics(failure)}\n"
+                       f"MLIR:\n{_truncate(text)}")
 
-        def collect(diagnostic):
-            diagnostics.append(f"{diagnostic.location}: {diagnostic.message}")
-            return True  # handled: not printed to the console
 
-        handler = session.context.attach_diagnostic_handler(collect)
-        try:
-            if not module.operation.verify():
-                raise CompileError(f"jit: the MLIR built for {name} does not verify:\n"
-                                   + "\n".join(diagnostics) + f"\n{_truncate(str(module))}")
-            invocation = session.invocation()
-            invocation.import_module(module.operation)
-            if not invocation.execute():
-                raise CompileError(
-                    f"jit: IREE failed to compile {name}:\n" + "\n".join(diagnostics[-20:])
-                    + f"\nMLIR:\n{_truncate(str(module))}")
-            output = Output.open_membuffer()
-            invocation.output_vm_bytecode(output)
-            return bytes(output.map_memory())
-        finally:
-            handler.detach()
+_COMPILE_TIMEOUT_S = 900
+
+
+def _compiler_tool() -> str:
+    from iree.compiler.tools import binaries
+
+    return binaries.find_tool("iree-compile")
+
+
+def _diagnostics(stderr: str, limit: int = 40) -> str:
+    """The compiler's error lines (not its stack dump)."""
+    lines = [ln for ln in stderr.splitlines() if not ln.lstrip().startswith("#")]
+    errors = [ln for ln in lines if "error" in ln.lower() or "note:" in ln]
+    return "\n".join((errors or lines)[:limit])
 
 
 def _truncate(text: str, limit: int = 20000) -> str:

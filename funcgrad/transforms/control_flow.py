@@ -846,20 +846,31 @@ def _lower_cond(ctx, args, in_avals, out_avals, *, branches):
     return list(op.results)
 
 
-def _while_loop_op(ctx, init, init_avals, cond_fn, body_fn):
+def _unused_inputs(program: IR, positions) -> bool:
+    """Whether any of the given inputs of ``program`` is never read."""
+    used = {x for eqn in program.equations for x in eqn.inputs} | set(program.outputs)
+    return any(program.in_vars[i] not in used for i in positions)
+
+
+def _while_loop_op(ctx, init, init_avals, cond_fn, body_fn, barrier: bool = False):
     """A stablehlo.while over ``init``; ``cond_fn(values) -> pred``, ``body_fn(values) ->
-    new values`` emit their ops inside the regions."""
+    new values`` emit their ops inside the regions.
+
+    ``barrier``: pass every carried value through one optimization barrier at the top of
+    the body, so each block argument is used; IREE 3.13 miscompiles a loop whose body
+    ignores one of its arguments ("region branch point has 4 operands, but region
+    successor needs 2 inputs").  Only then: the barrier trips another IREE bug ("ref is
+    null") in some loops that read every argument.
+    """
     op = ctx.op("stablehlo.while", init, init_avals, regions=2)
     cond_block = ctx.block(op.regions[0], init_avals)
     with ctx.ir.InsertionPoint(cond_block):
         ctx.op("stablehlo.return", [cond_fn(list(cond_block.arguments))], [])
     body_block = ctx.block(op.regions[1], init_avals)
     with ctx.ir.InsertionPoint(body_block):
-        # Every carried value goes through one barrier first, so each block argument is
-        # used: IREE 3.13 miscompiles a loop whose body ignores one of its arguments
-        # ("region branch point has 4 operands, but region successor needs 2 inputs").
-        values = ctx.op("stablehlo.optimization_barrier", list(body_block.arguments),
-                        init_avals)
+        values = list(body_block.arguments)
+        if barrier:
+            values = ctx.op("stablehlo.optimization_barrier", values, init_avals)
         ctx.op("stablehlo.return", body_fn(values), [])
     return list(op.results)
 
@@ -876,7 +887,9 @@ def _lower_while(ctx, args, in_avals, out_avals, *, cond_ir, body_ir, cond_ncons
         bc, carry = values[cond_nconsts:n_consts], values[n_consts:]
         return values[:n_consts] + ctx.lower_ir(body_ir, bc + carry)
 
-    outs = _while_loop_op(ctx, list(args), [a.strip_weak() for a in in_avals], cond_fn, body_fn)
+    carry_inputs = range(body_nconsts, len(body_ir.in_vars))
+    outs = _while_loop_op(ctx, list(args), [a.strip_weak() for a in in_avals], cond_fn, body_fn,
+                          barrier=_unused_inputs(body_ir, carry_inputs))
     return outs[n_consts:]
 
 
@@ -943,7 +956,8 @@ def _lower_scan(ctx, args, in_avals, out_avals, *, body, num_consts, num_carry, 
         step = ctx.constant(np.int32(unroll))
         return [ctx.op1("stablehlo.add", [i, step], i32)] + c + carry_v + xs_v + ys_v
 
-    outs = _while_loop_op(ctx, init, init_avals, cond_fn, body_fn)
+    outs = _while_loop_op(ctx, init, init_avals, cond_fn, body_fn,
+                          barrier=_unused_inputs(body, range(num_consts, n_c)))
     return outs[1 + num_consts:1 + n_c] + outs[1 + n_c + n_x:]
 
 
