@@ -97,8 +97,7 @@ def executable_for(program: IR):
         with holder.lock:
             with holder.session.context:
                 module = lower_module(program, holder.session.context)
-            vmfb = compile_module(module, holder, getattr(program, "_name", "main"))
-        compiler.store(ir_key, vmfb)
+            vmfb = compile_module(module, holder, getattr(program, "_name", "main"), ir_key)
     driver = "local-task" if _largest_step(program) > _PARALLEL_WORK else "local-sync"
     exe = Executable(vmfb, [v.aval.strip_weak() for v in program.outputs], driver=driver)
     program._executable = exe
