@@ -11,9 +11,13 @@ class Config:
     - ``debug_nans``: raise ``FloatingPointError`` at the first primitive producing a NaN.
     - ``check_avals``: after every eager primitive, check its output against the
       primitive's shape/dtype rule (the test suite turns this on).
+    - ``jit_background_compile``: a jitted function's first calls run its traced program
+      eagerly while IREE compiles it on a background thread, then switch to the compiled
+      code (first results in milliseconds instead of seconds; off by default so timings
+      after one warm-up call are the compiled ones, as in JAX).
     """
 
-    _DEFAULTS = {"debug_nans": False, "check_avals": False}
+    _DEFAULTS = {"debug_nans": False, "check_avals": False, "jit_background_compile": False}
 
     def __init__(self):
         for name, default in self._DEFAULTS.items():

@@ -14,13 +14,14 @@ import functools
 import inspect
 import logging
 import os
+import threading
 
 import numpy as np
 import optree
 
 from funcgrad.core import interpreter as _interp
 from funcgrad.core.abstract import ShapedArray
-from funcgrad.core.ir import IR, Literal, pretty_print
+from funcgrad.core.ir import IR, Literal, eval_ir, pretty_print
 from funcgrad.core.primitive import Primitive, UndefinedPrimal
 from funcgrad.core.tensor import Tensor, device_buffer, wrap_device
 from funcgrad.lowering.runtime import DeviceBuffer
@@ -155,8 +156,50 @@ def compile_artifact(program: IR, target: str, arch: str | None = None) -> bytes
         return compile_module(module, holder, getattr(program, "_name", "main"))
 
 
+class _BackgroundCompile:
+    """A compile running on a daemon thread (never joined at exit, unlike a pool)."""
+
+    def __init__(self, program):
+        self.done = threading.Event()
+        self.error = None
+        threading.Thread(target=self._run, args=(program,), daemon=True,
+                         name="funcgrad-compile").start()
+
+    def _run(self, program):
+        try:
+            executable_for(program)
+        except BaseException as err:  # reported on the next call
+            self.error = err
+        finally:
+            self.done.set()
+
+
+def _ready_executable(program: IR):
+    """The executable, or None while a background compile is still running."""
+    exe = getattr(program, "_executable", None)
+    if exe is not None:
+        return exe
+    if not _interp.config.jit_background_compile:
+        return executable_for(program)
+    job = getattr(program, "_background", None)
+    if job is None:
+        from funcgrad.lowering import compiler
+
+        if compiler.lookup(compiler.cache_key(_ir_key_text(program), compiler.CPU_FLAGS)):
+            return executable_for(program)  # cached: loading is quick
+        program._background = job = _BackgroundCompile(program)
+    if not job.done.is_set():
+        return None
+    if job.error is not None:
+        raise job.error
+    return executable_for(program)
+
+
 def _run_compiled(program: IR, tensors):
-    exe = getattr(program, "_executable", None) or executable_for(program)
+    exe = _ready_executable(program)
+    if exe is None:  # still compiling: run the traced program eagerly meanwhile
+        with _interp.using(_interp.EAGER):
+            return eval_ir(program, *[as_tensor(t) for t in tensors])
     buffers = []
     for t in tensors:
         if type(t) is not Tensor:

@@ -48,3 +48,21 @@ def test_a_crashing_compiler_is_retried(tmp_path, monkeypatch):
     assert marker.exists()
     assert abs(float(out[0]) - 1.8414710) < 1e-6
     assert os.listdir(tmp_path / "cache")
+
+
+def test_background_compile_answers_first_then_switches_to_compiled_code():
+    fg.config.update("jit_background_compile", True)
+    try:
+        f = fg.jit(lambda x: fnp.tanh(x) * 2.0 + 1.0)
+        x = fg.tensor([0.0, 0.5, 1.0])
+        first = f(x)  # while compiling: the traced program, run eagerly
+        entry = next(iter(f._cache.values()))
+        job = entry.program._background
+        assert job.done.wait(300)
+        later = f(x)
+        assert entry.program._executable is not None
+        assert fg.core.tensor.device_buffer(later) is not None  # compiled result
+        for got in (first, later):
+            assert abs(float(got[1]) - (2 * 0.46211716 + 1)) < 1e-6
+    finally:
+        fg.config.update("jit_background_compile", False)
