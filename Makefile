@@ -9,19 +9,20 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e ".[test,lint,data]"
+	$(PY) -m pip install -q -e ".[test,lint,data,export,distributed]"
 	touch $(STAMP)
 
 venv: $(STAMP)
 
 demo: $(STAMP)
-	$(PY) examples/tour.py
+	$(PY) examples/train_digits.py
 
 test: $(STAMP)
 	$(PY) -m pytest
 
 bench: $(STAMP)
 	$(PY) benchmarks/run.py
+	$(PY) benchmarks/transforms.py
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check funcgrad tests benchmarks examples

@@ -6,7 +6,10 @@
 tensor(12., dtype=float32)
 """
 
-from funcgrad.core import prims as _prims  # noqa: F401  (registers every primitive)
+# ruff: noqa: E402, F401, I001  (the import order is the order of the layers)
+
+# core: tensors, dtypes, devices, and every primitive registered
+from funcgrad.core import prims as _prims
 from funcgrad.core.config import config
 from funcgrad.core.devices import Device, device, devices
 from funcgrad.core.dtypes import (
@@ -31,9 +34,11 @@ from funcgrad.core.dtypes import (
     uint64,
 )
 from funcgrad.core.tensor import Tensor, asarray, tensor
-from funcgrad import numpy  # noqa: E402
-from funcgrad import random, tree  # noqa: E402,F401
-from funcgrad.numpy._creation import (  # noqa: E402
+
+# the NumPy API, random keys and pytrees
+from funcgrad import numpy
+from funcgrad import random, tree
+from funcgrad.numpy._creation import (
     arange,
     empty,
     empty_like,
@@ -47,37 +52,8 @@ from funcgrad.numpy._creation import (  # noqa: E402
     zeros_like,
 )
 
-__version__ = "0.1.0"
-
-
-def device_put(tree, device=None):
-    """Place every Tensor leaf of ``tree`` on ``device`` (a copy-free no-op on the CPU).
-
-    >>> fg.device_put({"w": fg.ones(2)}, fg.device("cpu"))
-    """
-    import funcgrad.core.devices as _devices
-    from funcgrad.core.tensor import tensor as _tensor
-
-    target = _devices.device("cpu" if device is None else device)
-    import optree
-
-    def put(leaf):
-        if isinstance(leaf, Tensor):
-            return leaf.to(target)
-        return _tensor(leaf, device=target)
-
-    return optree.tree_map(put, tree, namespace="funcgrad")
-
-
-__all__ = [
-    "Device", "Tensor", "arange", "asarray", "bfloat16", "bool_", "complex64", "complex128",
-    "config", "device", "device_put", "devices", "empty", "empty_like", "eye", "finfo",
-    "float16", "float32", "float64", "full", "full_like", "iinfo", "int8", "int16", "int32",
-    "int64", "linspace", "numpy", "ones", "random", "tree", "ones_like", "promote_types", "result_type",
-    "tensor", "uint8", "uint16", "uint32", "uint64", "zeros", "zeros_like",
-]
-
-from funcgrad.transforms.ad import (  # noqa: E402
+# transformations
+from funcgrad.transforms.ad import (
     grad,
     hessian,
     jacfwd,
@@ -87,30 +63,53 @@ from funcgrad.transforms.ad import (  # noqa: E402
     value_and_grad,
     vjp,
 )
-from funcgrad.transforms.batching import vmap  # noqa: E402
-from funcgrad.transforms.tracing import make_ir  # noqa: E402
-
-__all__ += ["grad", "hessian", "jacfwd", "jacrev", "jvp", "linearize", "make_ir",
-            "value_and_grad", "vjp", "vmap"]
-from funcgrad.transforms.control_flow import (  # noqa: E402
-    cond,
-    fori_loop,
-    scan,
-    switch,
-    while_loop,
-)
-
-__all__ += ["cond", "fori_loop", "scan", "switch", "while_loop"]
-from funcgrad import debug  # noqa: E402
-from funcgrad.transforms.custom import (  # noqa: E402
+from funcgrad.transforms.batching import vmap
+from funcgrad.transforms.control_flow import cond, fori_loop, scan, switch, while_loop
+from funcgrad.transforms.custom import (
     checkpoint,
     custom_jvp,
     custom_vjp,
     remat,
     stop_gradient,
 )
+from funcgrad.transforms.jit import clear_caches, jit
+from funcgrad.transforms.tracing import make_ir
+from funcgrad import debug
 
-__all__ += ["checkpoint", "custom_jvp", "custom_vjp", "debug", "remat", "stop_gradient"]
-from funcgrad.transforms.jit import clear_caches, jit  # noqa: E402
+# built on the public API
+from funcgrad import data, export, nn, optim
+from funcgrad.io import load, save
 
-__all__ += ["clear_caches", "jit"]
+__version__ = "0.1.0"
+
+
+def device_put(tree, device=None):
+    """Place every Tensor leaf of ``tree`` on ``device`` (a copy-free no-op on the CPU).
+
+    >>> fg.device_put({"w": fg.ones(2)}, fg.device("cpu"))
+    """
+    import optree
+
+    target = _devices.device("cpu" if device is None else device)
+
+    def put(leaf):
+        if isinstance(leaf, Tensor):
+            return leaf.to(target)
+        return tensor(leaf, device=target)
+
+    return optree.tree_map(put, tree, namespace="funcgrad")
+
+
+from funcgrad.core import devices as _devices
+
+__all__ = [
+    "Device", "Tensor", "arange", "asarray", "bfloat16", "bool_", "checkpoint",
+    "clear_caches", "complex64", "complex128", "cond", "config", "custom_jvp", "custom_vjp",
+    "data", "debug", "device", "device_put", "devices", "empty", "empty_like", "export",
+    "eye", "finfo", "float16", "float32", "float64", "fori_loop", "full", "full_like",
+    "grad", "hessian", "iinfo", "int8", "int16", "int32", "int64", "jacfwd", "jacrev", "jit",
+    "jvp", "linearize", "linspace", "load", "make_ir", "nn", "numpy", "ones", "ones_like",
+    "optim", "promote_types", "random", "remat", "result_type", "save", "scan",
+    "stop_gradient", "switch", "tensor", "tree", "uint8", "uint16", "uint32", "uint64",
+    "value_and_grad", "vjp", "vmap", "while_loop", "zeros", "zeros_like",
+]

@@ -1,0 +1,16 @@
+"""Exporting functions: ``to_onnx`` (an ONNX model for ONNX Runtime and other runtimes)
+and ``to_mlir`` (the StableHLO text ``fg.jit`` compiles).
+
+Importing this package attaches every primitive's ONNX rule (``funcgrad.export.rules``);
+the ``onnx`` package itself is imported only when a model is built.
+
+>>> import funcgrad.export
+>>> model = funcgrad.export.to_onnx(lambda x: x * 2, fg.ones(3), path="double.onnx")
+>>> print(funcgrad.export.to_mlir(lambda x: x * 2, fg.ones(3)))
+"""
+
+from funcgrad.export import rules as _rules  # noqa: F401  (attaches prim.onnx rules)
+from funcgrad.export.mlir import to_mlir
+from funcgrad.export.onnx import DEFAULT_OPSET, to_onnx
+
+__all__ = ["DEFAULT_OPSET", "to_mlir", "to_onnx"]

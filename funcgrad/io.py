@@ -1,0 +1,272 @@
+"""fg.save / fg.load: pytrees of Tensors in safetensors files.
+
+Each leaf is stored under its pytree path with ``.`` between the keys
+(``{"layers": [Linear]}``'s weight is ``"layers.0.weight"``), so the file reads naturally
+in any safetensors tool and loads in PyTorch.  The tree structure goes into the file's
+metadata, so dicts, lists and tuples come back without a template; ``like=`` rebuilds
+into a given structure (an ``nn.Module`` for instance) and checks every path, shape and
+dtype against it.  Writes are atomic: a temporary file in the same directory, renamed
+over the target only once complete.
+
+>>> params = {"w": fg.ones((2, 3)), "b": fg.zeros(3)}
+>>> fg.save("/tmp/params.safetensors", params)
+>>> fg.load("/tmp/params.safetensors", like=params)["w"].shape
+(2, 3)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import uuid
+from typing import Any
+
+import numpy as np
+import optree
+import safetensors
+import safetensors.numpy as _safetensors_numpy
+
+from funcgrad import tree as _tree
+from funcgrad.core.tensor import Tensor, asarray, tensor
+
+__all__ = ["load", "save"]
+
+_STRUCTURE_KEY = "funcgrad.structure"
+_DTYPES_KEY = "funcgrad.dtypes"
+# dtypes the safetensors format stores natively (by NumPy name); others go in as raw bytes
+_NATIVE = {"bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64",
+           "float16", "float32", "float64", "bfloat16", "complex64", "float8_e4m3fn",
+           "float8_e5m2"}
+_Kind = optree.PyTreeKind
+
+
+# --- naming and structure ---------------------------------------------------------------------
+
+
+def _child_name(prefix: str, key) -> str:
+    return str(key) if not prefix else f"{prefix}.{key}"
+
+
+def _describe(spec, prefix: str, names: list) -> Any:
+    """Walk the treedef ``spec``: append leaf names (in leaf order) to ``names`` and return
+    a JSON-able description of the structure (None where it cannot be described)."""
+    if spec.is_leaf():
+        names.append(prefix if prefix else "_")
+        return {"leaf": names[-1]}
+    kind = spec.kind
+    if kind == _Kind.NONE:
+        return None
+    children = spec.children()
+    if kind in (_Kind.NAMEDTUPLE, _Kind.STRUCTSEQUENCE):
+        keys = list(getattr(spec.type, "_fields", None) or spec.entries())
+    elif kind in (_Kind.LIST, _Kind.TUPLE, _Kind.DEQUE):
+        keys = list(range(len(children)))
+    else:
+        keys = list(spec.entries())
+    described = [_describe(c, _child_name(prefix, k), names)
+                 for k, c in zip(keys, children, strict=True)]
+    encodable = all(isinstance(k, (str, int)) and not isinstance(k, bool) for k in keys)
+    if kind in (_Kind.LIST, _Kind.DEQUE):
+        return {"list": described}
+    if kind == _Kind.TUPLE:
+        return {"tuple": described}
+    if not encodable:
+        return _Unencodable
+    if kind in (_Kind.DICT, _Kind.ORDEREDDICT, _Kind.DEFAULTDICT, _Kind.FROZENDICT):
+        return {"dict": [[k, d] for k, d in zip(keys, described, strict=True)]}
+    # namedtuples, dataclasses, nn.Modules: loaded back as a dict of their fields
+    return {"dict": [[k, d] for k, d in zip(keys, described, strict=True)],
+            "type": f"{spec.type.__module__}.{spec.type.__qualname__}"}
+
+
+_Unencodable = {"unencodable": True}
+
+
+def _names_and_structure(t) -> tuple[list, Any, Any]:
+    """(leaf names, JSON structure or None, treedef) of ``t``; names must be unique."""
+    spec = _tree.structure(t)
+    names: list = []
+    description = _describe(spec, "", names)
+    if "unencodable" in json.dumps(description):
+        description = _Unencodable
+    seen: dict = {}
+    for name in names:
+        if name in seen:
+            raise ValueError(f"save: two leaves get the tensor name {name!r} (keys containing "
+                             "'.' or keys like 1 and '1' side by side); rename the keys")
+        seen[name] = True
+    return names, description, spec
+
+
+def _rebuild(description, arrays: dict):
+    if description is None:
+        return None
+    if "leaf" in description:
+        return arrays[description["leaf"]]
+    if "list" in description:
+        return [_rebuild(d, arrays) for d in description["list"]]
+    if "tuple" in description:
+        return tuple(_rebuild(d, arrays) for d in description["tuple"])
+    return {k: _rebuild(d, arrays) for k, d in description["dict"]}
+
+
+# --- leaves to host arrays and back -----------------------------------------------------------
+
+
+def _host_array(name: str, leaf) -> np.ndarray:
+    # np.asarray(order="C"), not np.ascontiguousarray, which makes 0-d arrays 1-d
+    if isinstance(leaf, Tensor):
+        return np.asarray(leaf.numpy(), order="C")
+    if isinstance(leaf, np.ndarray):
+        return np.asarray(leaf, order="C")
+    try:
+        return np.asarray(asarray(leaf).numpy(), order="C")
+    except (TypeError, ValueError):
+        raise TypeError(f"save: the leaf at {name!r} is a {type(leaf).__name__}, not a Tensor "
+                        "or array; only arrays can be saved (make it a static field or drop "
+                        "it)") from None
+
+
+def _encode(array: np.ndarray) -> tuple[np.ndarray, str | None]:
+    """The array safetensors stores and, for dtypes it lacks, the dtype to restore."""
+    if array.dtype.name in _NATIVE:
+        return array, None
+    raw = array.reshape(-1).view(np.uint8).reshape(*array.shape, array.dtype.itemsize)
+    return raw, array.dtype.name
+
+
+def _decode(array: np.ndarray, dtype_name: str | None) -> np.ndarray:
+    if dtype_name is None:
+        return array
+    dtype = np.dtype(dtype_name)
+    return np.asarray(array, order="C").view(dtype).reshape(array.shape[:-1])
+
+
+def _spec_of(leaf) -> tuple[tuple, np.dtype]:
+    if isinstance(leaf, (Tensor, np.ndarray)):
+        return tuple(leaf.shape), np.dtype(leaf.dtype)
+    a = asarray(leaf)
+    return tuple(a.shape), np.dtype(a.dtype)
+
+
+# --- save / load ------------------------------------------------------------------------------
+
+
+def save(path: str | os.PathLike, tree: Any) -> None:
+    """Write the Tensors of ``tree`` to the safetensors file ``path``, atomically.
+
+    Arguments:
+        path: the file to write (replaced if it exists; nothing is appended to the name).
+        tree: a pytree of Tensors or arrays (dicts, lists, tuples, nn.Modules, ...).
+
+    Tensor names are the leaves' pytree paths (``"layers.0.weight"``); the metadata holds
+    the structure.  The data go to a temporary file next to ``path`` that replaces it only
+    when complete, so a crash leaves the old file intact.
+
+    >>> fg.save("/tmp/model.safetensors", {"w": fg.ones(3)})
+    """
+    path = os.fspath(path)
+    names, description, _ = _names_and_structure(tree)
+    arrays, dtype_notes = {}, {}
+    for name, leaf in zip(names, _tree.leaves(tree), strict=True):
+        arrays[name], note = _encode(_host_array(name, leaf))
+        if note is not None:
+            dtype_notes[name] = note
+    metadata = {"format": "np",
+                _STRUCTURE_KEY: json.dumps(None if description is _Unencodable
+                                           else {"root": description})}
+    if dtype_notes:
+        metadata[_DTYPES_KEY] = json.dumps(dtype_notes)
+    directory = os.path.dirname(os.path.abspath(path))
+    temporary = os.path.join(directory,
+                             f".{os.path.basename(path)}.{uuid.uuid4().hex[:12]}.tmp")
+    try:
+        _safetensors_numpy.save_file(arrays, temporary, metadata=metadata)
+        with open(temporary, "rb") as written:
+            os.fsync(written.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.remove(temporary)
+        raise
+    with contextlib.suppress(OSError, AttributeError):  # make the rename itself durable
+        directory_fd = os.open(directory, os.O_RDONLY)
+        try:
+            os.fsync(directory_fd)
+        finally:
+            os.close(directory_fd)
+
+
+def _read(path: str) -> tuple[dict, dict]:
+    """The arrays (dtypes restored) and metadata of a safetensors file."""
+    if not os.path.exists(path):
+        raise FileNotFoundError(2, f"load: no such file: {path!r}", path)
+    if os.path.isdir(path):
+        raise IsADirectoryError(21, f"load: {path!r} is a directory, not a file", path)
+    try:
+        with safetensors.safe_open(path, framework="np") as f:
+            metadata = dict(f.metadata() or {})
+            arrays = {name: f.get_tensor(name) for name in f.keys()}
+        notes = json.loads(metadata.get(_DTYPES_KEY, "{}"))
+        structure = json.loads(metadata.get(_STRUCTURE_KEY, "null"))
+    except (safetensors.SafetensorError, ValueError, TypeError, KeyError) as error:
+        raise ValueError(f"load: {path!r} is not a valid safetensors file (truncated or "
+                         f"corrupted?): {error}") from None
+    for name, dtype_name in notes.items():
+        if name in arrays:
+            arrays[name] = _decode(arrays[name], dtype_name)
+    return arrays, {"structure": structure}
+
+
+def load(path: str | os.PathLike, like: Any = None) -> Any:
+    """Read a pytree of Tensors written by ``save`` (or any safetensors file).
+
+    Arguments:
+        path: the safetensors file.
+        like: optional template pytree (e.g. a freshly built model): the result has its
+            structure (nn.Modules included), and every leaf path, shape and dtype must
+            match the file's, or a ValueError names the first mismatch.  Leaves go to the
+            template leaf's device.  Without ``like``, dicts/lists/tuples are rebuilt from
+            the file's metadata (other node types come back as dicts of their fields); a
+            file without funcgrad metadata loads as a flat dict ``{name: Tensor}``.
+
+    Raises ``FileNotFoundError`` for a missing file and ``ValueError`` naming the file when
+    it is truncated or corrupted.
+
+    >>> fg.save("/tmp/p.safetensors", {"w": fg.ones(2)})
+    >>> fg.load("/tmp/p.safetensors")
+    {'w': tensor([1., 1.], dtype=float32)}
+    """
+    path = os.fspath(path)
+    arrays, info = _read(path)
+    if like is None:
+        structure = info["structure"]
+        tensors = {name: tensor(a) for name, a in arrays.items()}
+        if structure is None:
+            return tensors
+        try:
+            return _rebuild(structure["root"], tensors)
+        except (KeyError, TypeError, ValueError) as error:
+            raise ValueError(f"load: {path!r} has structure metadata that does not match its "
+                             f"tensors ({error!r}); pass like= to load it") from None
+    names, _, spec = _names_and_structure(like)
+    leaves = []
+    for name, template in zip(names, _tree.leaves(like), strict=True):
+        if name not in arrays:
+            raise ValueError(f"load: {path!r} has no tensor {name!r}, which like= expects; the "
+                             f"file holds {sorted(arrays)[:20]}")
+        array = arrays[name]
+        shape, dtype = _spec_of(template)
+        if tuple(array.shape) != shape or array.dtype != dtype:
+            raise ValueError(f"load: {path!r}: {name!r} has shape {tuple(array.shape)} and "
+                             f"dtype {array.dtype.name} in the file, but like= has shape "
+                             f"{shape} and dtype {dtype.name}")
+        device = template.device if isinstance(template, Tensor) else None
+        leaves.append(tensor(array, device=device) if device is not None else tensor(array))
+    extra = sorted(set(arrays) - set(names))
+    if extra:
+        raise ValueError(f"load: {path!r} holds tensors that like= has no place for: "
+                         f"{extra[:20]} (like= expects {len(names)} tensors, the file has "
+                         f"{len(arrays)})")
+    return _tree.unflatten(spec, leaves)

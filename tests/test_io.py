@@ -1,0 +1,158 @@
+"""fg.save / fg.load: round trips, structure, validation against like=, atomic writes."""
+
+import collections
+import dataclasses
+import json
+
+import numpy as np
+import pytest
+import safetensors
+import safetensors.numpy
+
+import funcgrad as fg
+from funcgrad import tree
+
+
+@tree.register_dataclass
+@dataclasses.dataclass(frozen=True)
+class Linear:  # stands in for an nn.Module: a registered node with named fields
+    weight: object
+    bias: object
+    activation: str = dataclasses.field(default="relu", metadata={"static": True})
+
+
+def params():
+    rng = np.random.default_rng(0)
+    return {"layers": [Linear(fg.tensor(rng.normal(size=(3, 2)).astype(np.float32)),
+                              fg.zeros(3))],
+            "scale": fg.tensor(2.0), "steps": fg.tensor(7, dtype=fg.int32),
+            "pair": (fg.ones(2, dtype=fg.float64), None)}
+
+
+def assert_same(a, b):
+    assert tree.structure(a) == tree.structure(b)
+    for x, y in zip(tree.leaves(a), tree.leaves(b), strict=True):
+        assert isinstance(y, fg.Tensor) and x.dtype == y.dtype and x.shape == y.shape
+        np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
+
+
+def test_round_trip_with_like(tmp_path):
+    p = params()
+    fg.save(tmp_path / "p.safetensors", p)
+    assert_same(p, fg.load(tmp_path / "p.safetensors", like=p))
+
+
+def test_tensor_names_are_readable_paths(tmp_path):
+    fg.save(tmp_path / "p.safetensors", params())
+    with safetensors.safe_open(tmp_path / "p.safetensors", framework="np") as f:
+        names = set(f.keys())
+    assert names == {"layers.0.weight", "layers.0.bias", "scale", "steps", "pair.0"}
+
+
+def test_load_without_like_rebuilds_containers(tmp_path):
+    nt = collections.namedtuple("NT", "a b")
+    t = {"a": [fg.ones(2), (fg.zeros(()), None)], 3: fg.tensor([1, 2]), "n": nt(fg.ones(1), 5)}
+    fg.save(tmp_path / "t.safetensors", t)
+    out = fg.load(tmp_path / "t.safetensors")
+    assert isinstance(out["a"], list) and isinstance(out["a"][1], tuple)
+    assert out["a"][1][1] is None and out["a"][1][0].shape == ()
+    assert out[3].tolist() == [1, 2]
+    assert set(out["n"]) == {"a", "b"}  # other node types come back as dicts of fields
+    assert int(out["n"]["b"]) == 5
+    # registered nodes too, keyed by field name
+    p = params()
+    fg.save(tmp_path / "p.safetensors", p)
+    loaded = fg.load(tmp_path / "p.safetensors")
+    np.testing.assert_array_equal(np.asarray(loaded["layers"][0]["weight"]),
+                                  np.asarray(p["layers"][0].weight))
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16", "float64", "int8", "uint32", "bool",
+                                   "complex64", "complex128"])
+def test_dtypes_round_trip(tmp_path, dtype):
+    x = fg.tensor((np.arange(6).reshape(2, 3) % 3).astype(np.dtype(getattr(fg, dtype + (
+        "_" if dtype == "bool" else "")))))
+    fg.save(tmp_path / "x.safetensors", {"x": x})
+    for out in (fg.load(tmp_path / "x.safetensors")["x"],
+                fg.load(tmp_path / "x.safetensors", like={"x": x})["x"]):
+        assert out.dtype == x.dtype and out.shape == x.shape
+        np.testing.assert_array_equal(np.asarray(out), np.asarray(x))
+
+
+def test_bfloat16_is_stored_natively(tmp_path):
+    fg.save(tmp_path / "b.safetensors", {"w": fg.ones(3, dtype=fg.bfloat16)})
+    with safetensors.safe_open(tmp_path / "b.safetensors", framework="np") as f:
+        assert f.get_slice("w").get_dtype() == "BF16"  # readable by PyTorch as bfloat16
+
+
+def test_like_mismatches_name_the_path(tmp_path):
+    p = params()
+    fg.save(tmp_path / "p.safetensors", p)
+    bigger = tree.map(lambda x: x, p)
+    bigger["layers"][0] = Linear(fg.zeros((4, 2)), fg.zeros(3))
+    with pytest.raises(ValueError, match=r"layers\.0\.weight.*\(3, 2\).*\(4, 2\)"):
+        fg.load(tmp_path / "p.safetensors", like=bigger)
+    wrong_dtype = dict(p, scale=fg.tensor(2.0, dtype=fg.float64))
+    with pytest.raises(ValueError, match=r"'scale'.*float32.*float64"):
+        fg.load(tmp_path / "p.safetensors", like=wrong_dtype)
+    with pytest.raises(ValueError, match="'extra'"):
+        fg.load(tmp_path / "p.safetensors", like=dict(p, extra=fg.ones(1)))
+    with pytest.raises(ValueError, match="no place"):
+        fg.load(tmp_path / "p.safetensors", like={"scale": fg.tensor(2.0)})
+
+
+def test_missing_file(tmp_path):
+    with pytest.raises(FileNotFoundError):
+        fg.load(tmp_path / "nope.safetensors")
+
+
+@pytest.mark.parametrize("damage", ["truncate", "garbage", "empty"])
+def test_corrupted_file_raises_value_error_naming_it(tmp_path, damage):
+    path = tmp_path / "p.safetensors"
+    fg.save(path, params())
+    raw = path.read_bytes()
+    path.write_bytes({"truncate": raw[: len(raw) - 10], "garbage": b"\x00" * 3 + raw[3:],
+                      "empty": b""}[damage])
+    with pytest.raises(ValueError, match="p.safetensors"):
+        fg.load(path)
+
+
+def test_failed_write_leaves_the_old_file_intact(tmp_path, monkeypatch):
+    path = tmp_path / "p.safetensors"
+    old = {"w": fg.ones(3)}
+    fg.save(path, old)
+    before = path.read_bytes()
+
+    def crash_mid_write(tensors, filename, metadata=None):
+        with open(filename, "wb") as f:
+            f.write(b"half a file")
+        raise OSError("disk full")
+
+    monkeypatch.setattr(safetensors.numpy, "save_file", crash_mid_write)
+    with pytest.raises(OSError, match="disk full"):
+        fg.save(path, {"w": fg.zeros(3)})
+    assert path.read_bytes() == before
+    assert [p.name for p in tmp_path.iterdir()] == ["p.safetensors"]  # no temporary left
+    monkeypatch.undo()
+    np.testing.assert_array_equal(np.asarray(fg.load(path, like=old)["w"]), np.ones(3))
+
+
+def test_foreign_file_loads_as_flat_dict(tmp_path):
+    safetensors.numpy.save_file({"encoder.weight": np.ones((2, 2), np.float32)},
+                                tmp_path / "foreign.safetensors")
+    out = fg.load(tmp_path / "foreign.safetensors")
+    assert list(out) == ["encoder.weight"] and out["encoder.weight"].shape == (2, 2)
+
+
+def test_metadata_holds_the_structure(tmp_path):
+    fg.save(tmp_path / "p.safetensors", {"a": [fg.ones(1)]})
+    with safetensors.safe_open(tmp_path / "p.safetensors", framework="np") as f:
+        structure = json.loads(f.metadata()["funcgrad.structure"])
+    assert structure == {"root": {"dict": [["a", {"list": [{"leaf": "a.0"}]}]]}}
+
+
+def test_name_collisions_and_non_array_leaves_are_rejected(tmp_path):
+    with pytest.raises(ValueError, match="a.b"):
+        fg.save(tmp_path / "x.safetensors", {"a.b": fg.ones(1), "a": {"b": fg.ones(1)}})
+    with pytest.raises(TypeError, match="'name'"):
+        fg.save(tmp_path / "x.safetensors", {"name": "hello"})
