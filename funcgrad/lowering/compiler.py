@@ -251,11 +251,14 @@ def _compile(module, holder: _SessionHolder, name: str) -> bytes:
         target = os.path.join(tmp, "module.vmfb")
         with open(source, "w") as f:
             f.write(text)
-        command = [_compiler_tool(), *holder.flags, source, "-o", target]
+        flags = list(holder.flags)
         failure = ""
-        for extra in ((), (), ("--mlir-disable-threading",)):
+        attempts = [(), (), ("--mlir-disable-threading",)]
+        while attempts:
+            extra = attempts.pop(0)
+            command = [_compiler_tool(), *flags, *extra, source, "-o", target]
             try:
-                result = subprocess.run(command + list(extra), capture_output=True, text=True,
+                result = subprocess.run(command, capture_output=True, text=True,
                                         timeout=_COMPILE_TIMEOUT_S)
             except subprocess.TimeoutExpired:
                 raise CompileError(f"jit: compiling {name} took over {_COMPILE_TIMEOUT_S} s "
@@ -266,6 +269,15 @@ def _compile(module, holder: _SessionHolder, name: str) -> bytes:
             failure = result.stderr
             if "error:" in failure and "Stack dump" not in failure \
                     and "PLEASE submit a bug report" not in failure:
+                if _DATA_TILING in flags:
+                    # data tiling is an optimization that IREE 3.13 cannot apply to some
+                    # shapes ("large vector sizes"); compile without it rather than fail
+                    logger.info("compiling %s without data tiling: %s", name,
+                                _diagnostics(failure, 1))
+                    flags = [f for f in flags if f != _DATA_TILING] + [
+                        "--iree-opt-data-tiling=false"]
+                    attempts = [()]
+                    continue
                 break  # a real diagnostic: retrying will not help
             logger.info("iree-compile crashed compiling %s (exit %s); retrying", name,
                         result.returncode)
@@ -274,6 +286,7 @@ def _compile(module, holder: _SessionHolder, name: str) -> bytes:
 
 
 _COMPILE_TIMEOUT_S = 900
+_DATA_TILING = "--iree-opt-data-tiling=true"
 
 
 def _compiler_tool() -> str:

@@ -179,12 +179,39 @@ def _lower_dot_general(ctx, args, in_avals, out_avals, *, dimension_numbers,
     lhs_aval, rhs_aval = in_avals
     if all(lhs_aval.shape[a] == 1 for a in lc):
         return [_lower_outer_product(ctx, args, in_avals, out_avals[0], dimension_numbers)]
+    if any(x.shape[a] == 1 for x, c, b in ((lhs_aval, lc, lb), (rhs_aval, rc, rb))
+           for a in _free(x.ndim, c, b)):
+        # size-1 free axes (vmap of matrix-vector code leaves them) make IREE 3.13's data
+        # tiling build oversized vectors; contract without them, then restore the shape
+        lhs, lhs_aval, lc, lb = _drop_unit_free(ctx, args[0], lhs_aval, lc, lb)
+        rhs, rhs_aval, rc, rb = _drop_unit_free(ctx, args[1], rhs_aval, rc, rb)
+        shape = (tuple(lhs_aval.shape[a] for a in lb)
+                 + tuple(lhs_aval.shape[a] for a in _free(lhs_aval.ndim, lc, lb))
+                 + tuple(rhs_aval.shape[a] for a in _free(rhs_aval.ndim, rc, rb)))
+        inner = ShapedArray(shape, out_avals[0].dtype)
+        (out,) = _lower_dot_general(ctx, [lhs, rhs], [lhs_aval, rhs_aval], [inner],
+                                    dimension_numbers=((lc, rc), (lb, rb)),
+                                    preferred_element_type=preferred_element_type)
+        return ctx.op("stablehlo.reshape", [out], out_avals)
     numbers = ctx.attr(
         "#stablehlo.dot<lhs_batching_dimensions = [{}], rhs_batching_dimensions = [{}], "
         "lhs_contracting_dimensions = [{}], rhs_contracting_dimensions = [{}]>".format(
             ", ".join(map(str, lb)), ", ".join(map(str, rb)), ", ".join(map(str, lc)),
             ", ".join(map(str, rc))))
     return ctx.op("stablehlo.dot_general", args, out_avals, {"dot_dimension_numbers": numbers})
+
+
+def _drop_unit_free(ctx, value, aval, contract, batch):
+    """``value`` without its size-1 free axes, and the axis numbers renumbered."""
+    unit = [a for a in _free(aval.ndim, contract, batch) if aval.shape[a] == 1]
+    if not unit:
+        return value, aval, contract, batch
+    keep = [a for a in range(aval.ndim) if a not in unit]
+    renumber = {a: i for i, a in enumerate(keep)}
+    smaller = ShapedArray([aval.shape[a] for a in keep], aval.dtype)
+    value = ctx.op1("stablehlo.reshape", [value], smaller)
+    return (value, smaller, tuple(renumber[a] for a in contract),
+            tuple(renumber[a] for a in batch))
 
 
 def _lower_outer_product(ctx, args, in_avals, out_aval, dimension_numbers):
