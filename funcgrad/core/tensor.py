@@ -319,13 +319,19 @@ def tensor(data, dtype=None, device=None) -> Tensor:
 ALIGNMENT = 64
 
 
-def aligned_copy(arr: np.ndarray) -> np.ndarray:
-    """A C-contiguous copy of ``arr`` whose data starts on a 64-byte boundary, so a jit
-    call can hand it to the run-time without copying (the run-time requires alignment)."""
-    nbytes = arr.nbytes
+def aligned_empty(shape, dtype) -> np.ndarray:
+    """An uninitialized C-contiguous array whose data starts on a 64-byte boundary, so a
+    jit call can hand it to the run-time without copying (the run-time requires it)."""
+    dtype = np.dtype(dtype)
+    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
     raw = np.empty(nbytes + ALIGNMENT, dtype=np.uint8)
     offset = (-raw.ctypes.data) % ALIGNMENT
-    out = raw[offset:offset + nbytes].view(arr.dtype).reshape(arr.shape)
+    return raw[offset:offset + nbytes].view(dtype).reshape(shape)
+
+
+def aligned_copy(arr: np.ndarray) -> np.ndarray:
+    """A 64-byte-aligned, C-contiguous copy of ``arr`` (see ``aligned_empty``)."""
+    out = aligned_empty(arr.shape, arr.dtype)
     out[...] = arr
     return out
 

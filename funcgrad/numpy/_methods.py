@@ -28,33 +28,47 @@ def _fast_binary(prim, fallback, reflected: bool = False):
     JAX agree); the result goes into a temporary operand's buffer when one is free."""
     impl = prim.impl
     eager = _interp.EAGER
-    current = _interp.current
+    thread_state = _interp._state
     state = _interp.config
     ufunc = isinstance(impl, np.ufunc)
     self_count = reuse.REFLECTED_SELF if reflected else reuse.OPERATOR_SELF
     other_count = reuse.OPERATOR_OTHER
+    big = reuse.MIN_BYTES
+    new = object.__new__
 
     def op(self, other):
-        # counted first, before any expression below holds extra references
-        self_refs, other_refs = getrefcount(self), getrefcount(other)
-        if type(self) is Tensor and current() is eager and not state.debug_nans:
+        if (type(self) is Tensor and thread_state.interpreter is eager
+                and not state.debug_nans):
             a = self._buf
             other_type = type(other)
             if other_type is Tensor:
                 b = other._buf
                 if a.dtype is b.dtype and a.shape == b.shape:
-                    out = None
-                    if ufunc and not reflected:
+                    if ufunc and not reflected and a.nbytes >= big:
+                        # counted in statements of their own: an argument list holding
+                        # ``self`` would add a reference (see funcgrad.core.reuse)
+                        self_refs = getrefcount(self)
+                        other_refs = getrefcount(other)
                         if reuse.reusable(self, self_refs, self_count, a, a.dtype, a.shape):
-                            out = a
-                        elif reuse.reusable(other, other_refs, other_count, b, a.dtype, a.shape):
-                            out = b
-                    result = impl(a, b, out=out) if out is not None else impl(a, b)
-                    return wrap(result if type(result) is np.ndarray else np.asarray(result),
-                                self._weak and other._weak)
+                            result = impl(a, b, out=a)
+                        elif reuse.reusable(other, other_refs, other_count, b, a.dtype,
+                                            a.shape):
+                            result = impl(a, b, out=b)
+                        else:
+                            result = impl(a, b)
+                    else:
+                        result = impl(a, b)
+                    t = new(Tensor)
+                    t._buf = result if type(result) is np.ndarray else np.asarray(result)
+                    t._weak = self._weak and other._weak
+                    t._dev = None
+                    return t
             elif (other_type is float or other_type is int) and a.dtype.kind == "f" and ufunc:
-                out = a if reuse.reusable(self, self_refs, self_count, a, a.dtype,
-                                          a.shape) else None
+                out = None
+                if a.nbytes >= big:
+                    self_refs = getrefcount(self)
+                    if reuse.reusable(self, self_refs, self_count, a, a.dtype, a.shape):
+                        out = a
                 if reflected:
                     result = impl(other, a, out=out) if out is not None else impl(other, a)
                 else:

@@ -35,6 +35,15 @@ broadcast_in_dim_p = Primitive("broadcast_in_dim", linear=True)
 
 
 def _broadcast_in_dim_impl(x, *, shape, broadcast_dimensions):
+    if x.ndim == 0:
+        # a filled tensor (zeros, ones, full): materialized, contiguous and 64-byte aligned,
+        # because NumPy computes on stride-0 views at half speed and jit calls can only
+        # alias aligned, contiguous memory
+        from funcgrad.core.tensor import aligned_empty
+
+        out = aligned_empty(shape, x.dtype)
+        out.fill(x)
+        return out
     expanded = [1] * len(shape)
     for src, dst in enumerate(broadcast_dimensions):
         expanded[dst] = x.shape[src]
