@@ -253,12 +253,16 @@ def _compile(module, holder: _SessionHolder, name: str) -> bytes:
         target = os.path.join(tmp, "module.vmfb")
         with open(source, "w") as f:
             f.write(text)
-        flags = list(holder.flags)
+        # the flags as they are; again (crashes can be races); then without the
+        # optimizations that IREE 3.13 fails or crashes on for some programs (data tiling,
+        # microkernels), single-threaded
+        safe = [f for f in holder.flags if f not in _OPTIONAL_FLAGS] + [
+            "--iree-opt-data-tiling=false", "--mlir-disable-threading"]
+        attempts = [list(holder.flags), list(holder.flags), safe]
         failure = ""
-        attempts = [(), (), ("--mlir-disable-threading",)]
         while attempts:
-            extra = attempts.pop(0)
-            command = [_compiler_tool(), *flags, *extra, source, "-o", target]
+            flags = attempts.pop(0)
+            command = [_compiler_tool(), *flags, source, "-o", target]
             try:
                 result = subprocess.run(command, capture_output=True, text=True,
                                         timeout=_COMPILE_TIMEOUT_S)
@@ -266,29 +270,23 @@ def _compile(module, holder: _SessionHolder, name: str) -> bytes:
                 raise CompileError(f"jit: compiling {name} took over {_COMPILE_TIMEOUT_S} s "
                                    "and was stopped") from None
             if result.returncode == 0:
+                if flags is safe:
+                    logger.info("compiled %s without data tiling and microkernels", name)
                 with open(target, "rb") as f:
                     return f.read()
             failure = result.stderr
-            if "error:" in failure and "Stack dump" not in failure \
-                    and "PLEASE submit a bug report" not in failure:
-                if _DATA_TILING in flags:
-                    # data tiling is an optimization that IREE 3.13 cannot apply to some
-                    # shapes ("large vector sizes"); compile without it rather than fail
-                    logger.info("compiling %s without data tiling: %s", name,
-                                _diagnostics(failure, 1))
-                    flags = [f for f in flags if f != _DATA_TILING] + [
-                        "--iree-opt-data-tiling=false"]
-                    attempts = [()]
-                    continue
-                break  # a real diagnostic: retrying will not help
-            logger.info("iree-compile crashed compiling %s (exit %s); retrying", name,
-                        result.returncode)
+            crashed = "Stack dump" in failure or "PLEASE submit a bug report" in failure \
+                or "error:" not in failure
+            if not crashed and attempts and attempts[0] is not safe:
+                attempts = [safe]  # a diagnostic: a plain retry would fail the same way
+            logger.info("iree-compile %s compiling %s (exit %s)%s", "crashed" if crashed
+                        else "failed", name, result.returncode, "; retrying" if attempts else "")
     raise CompileError(f"jit: IREE failed to compile {name}:\n{_diagnostics(failure)}\n"
                        f"MLIR:\n{_truncate(text)}")
 
 
 _COMPILE_TIMEOUT_S = 900
-_DATA_TILING = "--iree-opt-data-tiling=true"
+_OPTIONAL_FLAGS = ("--iree-opt-data-tiling=true", "--iree-llvmcpu-enable-ukernels=all")
 
 
 def _compiler_tool() -> str:

@@ -78,7 +78,7 @@ def runtime(driver: str) -> _Runtime:
 class DeviceBuffer:
     """A buffer owned by the IREE run-time (a jit result): shape, dtype, lazy host view."""
 
-    __slots__ = ("runtime", "view", "shape", "dtype", "_host", "_mapped")
+    __slots__ = ("runtime", "view", "shape", "dtype", "_host")
 
     def __init__(self, rt: _Runtime, view, shape, dtype):
         self.runtime = rt
@@ -86,18 +86,31 @@ class DeviceBuffer:
         self.shape = tuple(shape)
         self.dtype = np.dtype(dtype)
         self._host = None
-        self._mapped = None
 
     def to_numpy(self) -> np.ndarray:
-        """The host array: a read-only view of the mapped buffer (no copy on the CPU)."""
+        """The host array: a read-only view of the mapped buffer (no copy on the CPU).
+
+        The array's base owns the mapping and the buffer, so it (and any view of it) stays
+        valid after this DeviceBuffer and its Tensor are gone; the run-time's own array
+        would point into unmapped memory then.
+        """
         if self._host is None:
             raw = _storage_dtype(self.dtype)
-            self._mapped = self.view.map()
-            array = self._mapped.asarray(self.shape, raw)
+            mapped = self.view.map()
+            array = np.asarray(_Mapping(mapped, self.view, mapped.asarray(self.shape, raw)))
             array = array.view(self.dtype) if raw != self.dtype else array
             array.flags.writeable = False
             self._host = array
         return self._host
+
+
+class _Mapping:
+    """Keeps a mapped device buffer alive for as long as NumPy arrays use its memory."""
+
+    def __init__(self, mapped, view, array):
+        self.mapped = mapped
+        self.view = view
+        self.__array_interface__ = array.__array_interface__
 
 
 def _storage_dtype(dtype):
