@@ -122,9 +122,11 @@ def test_jit_lbfgs_plain_step_equals_eager():
     np.testing.assert_allclose(np.asarray(x), np.asarray(x_eager), rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.skip(reason="jit of the line search: IREE compile of its loop takes ~20 s and "
-                  "the compiled module fails at run time ('ref is null' in "
-                  "hal.buffer_view.create); a lowering bug, not an optimizer one")
+@pytest.mark.xfail(raises=ValueError, strict=True,
+                   reason="known failure: the compiled line search stops in IREE 3.13's "
+                          "run-time ('ref is null' in hal.buffer_view.create); eager L-BFGS "
+                          "with its line search works (tests above). When this starts "
+                          "passing, remove the mark and the note in docs/optimizers.md.")
 def test_jit_lbfgs_step_with_line_search():
     opt = optim.lbfgs()
 
