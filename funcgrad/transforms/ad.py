@@ -455,6 +455,18 @@ def _std_basis(flat):
     return out, sizes
 
 
+def _jacobian_inputs(name, fun, argnums, has_aux, args, kwargs):
+    """What jacfwd and jacrev share: the differentiated arguments as flat tensors and
+    ``fun`` as a flat function of them (its output tree lands in ``store``)."""
+    nums, single = _argnums_tuple(argnums, len(args), name)
+    partial, diff_args = _split_args(fun, args, kwargs, nums)
+    _check_inexact_inputs(name, diff_args)
+    flat_in, in_tree = tree_flatten(diff_args)
+    flat_in = [as_tensor(x) for x in flat_in]
+    flat_fun, store = _flatten_fun(partial, in_tree, has_aux)
+    return single, flat_in, in_tree, flat_fun, store
+
+
 def jacfwd(fun, argnums=0, has_aux: bool = False):
     """The Jacobian of ``fun`` by forward mode (one JVP per input element, vmapped).
 
@@ -467,12 +479,8 @@ def jacfwd(fun, argnums=0, has_aux: bool = False):
     from funcgrad.transforms.batching import vmap
 
     def jacfun(*args, **kwargs):
-        nums, single = _argnums_tuple(argnums, len(args), "jacfwd")
-        partial, diff_args = _split_args(fun, args, kwargs, nums)
-        _check_inexact_inputs("jacfwd", diff_args)
-        flat_in, in_tree = tree_flatten(diff_args)
-        flat_in = [as_tensor(x) for x in flat_in]
-        flat_fun, store = _flatten_fun(partial, in_tree, has_aux)
+        single, flat_in, in_tree, flat_fun, store = _jacobian_inputs(
+            "jacfwd", fun, argnums, has_aux, args, kwargs)
         basis, sizes = _std_basis(flat_in)
 
         def push(*tangent_leaves):
@@ -507,12 +515,8 @@ def jacrev(fun, argnums=0, has_aux: bool = False):
     from funcgrad.transforms.batching import vmap
 
     def jacfun(*args, **kwargs):
-        nums, single = _argnums_tuple(argnums, len(args), "jacrev")
-        partial, diff_args = _split_args(fun, args, kwargs, nums)
-        _check_inexact_inputs("jacrev", diff_args)
-        flat_in, in_tree = tree_flatten(diff_args)
-        flat_in = [as_tensor(x) for x in flat_in]
-        flat_fun, store = _flatten_fun(partial, in_tree, has_aux)
+        single, flat_in, in_tree, flat_fun, store = _jacobian_inputs(
+            "jacrev", fun, argnums, has_aux, args, kwargs)
         outs, pullback = _vjp_flat(flat_fun, flat_in)
         basis, sizes = _std_basis(outs)
         rows = vmap(lambda *cts: pullback(list(cts)))(*basis)

@@ -110,6 +110,18 @@ def _trace_closed(fun, diff_args):
     return closed, consts, flat, in_tree, store["tree"]
 
 
+def _trace_call(wrapper, args, kwargs):
+    """What custom_jvp and custom_vjp calls share: the arguments made positional and, unless
+    every value is concrete (then the plain function just runs: returns None), the
+    non-differentiated ones split off and the function traced on the others."""
+    args = _positional(wrapper.fun, args, kwargs)
+    nondiff, diff = _split_nondiff(args, wrapper.nondiff_argnums)
+    if _eager_values(tree_flatten(diff)[0]):
+        return args, None
+    fun = lambda *d: wrapper.fun(*_merge_nondiff(nondiff, d))
+    return args, (nondiff, diff, *_trace_closed(fun, diff))
+
+
 # --- custom_jvp ------------------------------------------------------------------------------
 
 custom_jvp_call_p = Primitive("custom_jvp_call", multiple_results=True)
@@ -157,12 +169,10 @@ class custom_jvp:  # noqa: N801  (JAX's name)
         if self.jvp is None:
             raise AttributeError(f"no JVP rule defined for custom_jvp function "
                                  f"{getattr(self.fun, '__name__', self.fun)}; use .defjvp")
-        args = _positional(self.fun, args, kwargs)
-        nondiff, diff = _split_nondiff(args, self.nondiff_argnums)
-        if _eager_values(tree_flatten(diff)[0]):
+        args, traced = _trace_call(self, args, kwargs)
+        if traced is None:
             return self.fun(*args)
-        fun = lambda *d: self.fun(*_merge_nondiff(nondiff, d))
-        ir, consts, flat, in_tree, out_tree = _trace_closed(fun, diff)
+        nondiff, diff, ir, consts, flat, in_tree, out_tree = traced
         user_jvp, nondiff_values = self.jvp, [nondiff[i] for i in sorted(nondiff)]
 
         def jvp_flat(primals, tangents):
@@ -247,12 +257,10 @@ class custom_vjp:  # noqa: N801  (JAX's name)
         if self.fwd is None:
             raise AttributeError(f"no VJP defined for custom_vjp function "
                                  f"{getattr(self.fun, '__name__', self.fun)}; use .defvjp")
-        args = _positional(self.fun, args, kwargs)
-        nondiff, diff = _split_nondiff(args, self.nondiff_argnums)
-        if _eager_values(tree_flatten(diff)[0]):
+        args, traced = _trace_call(self, args, kwargs)
+        if traced is None:
             return self.fun(*args)
-        fun = lambda *d: self.fun(*_merge_nondiff(nondiff, d))
-        ir, consts, flat, in_tree, out_tree = _trace_closed(fun, diff)
+        nondiff, diff, ir, consts, flat, in_tree, out_tree = traced
         nondiff_values = [nondiff[i] for i in sorted(nondiff)]
         user_fwd, user_bwd = self.fwd, self.bwd
 
