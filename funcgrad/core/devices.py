@@ -81,10 +81,16 @@ def device(spec: str | Device = "cpu") -> Device:
     count = _cuda_device_count()
     if count == 0:
         raise RuntimeError(
-            f"device {spec!r} is not available: no CUDA GPU is visible to CuPy (install the "
-            "'cuda' extra, `pip install funcgrad[cuda]`, on a machine with an NVIDIA GPU); "
+            f"device {spec!r} is not available: no CUDA GPU is visible to CuPy (install "
+            "`cupy-cuda12x` on a machine with an NVIDIA GPU); "
             f"available devices: {', '.join(map(str, devices()))}")
     if index >= count:
         raise ValueError(f"device {spec!r} does not exist: {count} CUDA device(s) visible; "
                          f"available devices: {', '.join(map(str, devices()))}")
     return Device("cuda", index)
+
+
+GPU_TENSORS_MISSING = (
+    "tensors on a GPU are not implemented yet (eager CuPy arrays and IREE's cuda driver are "
+    "planned); jit can already compile for NVIDIA GPUs: "
+    "fg.jit(f).lower(*args).compile(target='cuda', arch='sm_80')")

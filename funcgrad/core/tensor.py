@@ -11,7 +11,7 @@ import numpy as np
 
 from funcgrad.core import dtypes
 from funcgrad.core.abstract import ShapedArray
-from funcgrad.core.devices import CPU, Device
+from funcgrad.core.devices import CPU, GPU_TENSORS_MISSING, Device
 from funcgrad.core.devices import device as _lookup_device
 
 
@@ -161,7 +161,7 @@ class Tensor:
         """This tensor on ``device`` (``"cpu"`` or a ``Device``)."""
         target = _lookup_device(device)
         if target != CPU:
-            raise RuntimeError(f"device {target} is not available")
+            raise RuntimeError(f"device {target}: {GPU_TENSORS_MISSING}")
         return self
 
 
@@ -302,7 +302,7 @@ def tensor(data, dtype=None, device=None) -> Tensor:
     if device is not None:
         target = _lookup_device(device)
         if target != CPU:
-            raise RuntimeError(f"device {target} is not available")
+            raise RuntimeError(f"device {target}: {GPU_TENSORS_MISSING}")
     if type(data) is Tensor and (dtype is None or dtypes.canonicalize(dtype) == data.dtype):
         return data
     if isinstance(data, Tensor) and type(data) is not Tensor:

@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from funcgrad.core import dtypes
-from funcgrad.core.devices import CPU
+from funcgrad.core.devices import CPU, GPU_TENSORS_MISSING
 from funcgrad.core.devices import device as _lookup_device
 from funcgrad.core.prims import elementwise as ew
 from funcgrad.core.prims.structural import broadcast_in_dim, full as _full, iota
@@ -30,7 +30,7 @@ def _shape(shape) -> tuple:
 
 def _check_device(device):
     if device is not None and _lookup_device(device) != CPU:
-        raise RuntimeError(f"device {device} is not available")
+        raise RuntimeError(f"device {device}: {GPU_TENSORS_MISSING}")
 
 
 def _dtype_of_fill(value, dtype):
