@@ -27,7 +27,7 @@ class _Probe:
         return self_refs, other_refs
 
     def __rmul__(self, other):
-        self_refs, other_refs = _getrefcount(self), _getrefcount(other)
+        self_refs = _getrefcount(self)
         return self_refs
 
     def __neg__(self):

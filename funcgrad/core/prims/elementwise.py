@@ -7,6 +7,9 @@ below, so they are differentiable again.
 
 from __future__ import annotations
 
+# ruff: noqa: F821  (the op wrappers used in rules, sin/cos/exp/..., are generated from the
+# tables below by _export_wrappers)
+
 import math
 
 import numpy as np
