@@ -96,10 +96,44 @@ def _transpose_lhs(ct, x_aval, y, dimension_numbers, swap_ans=False):
         ans_batch, ans_y, _ = _ranges_like(xb, y_kept, x_kept)
     else:
         ans_batch, _, ans_y = _ranges_like(xb, x_kept, y_kept)
+    if all(y.shape[d] == 1 for d in y_kept):
+        ans_x = [d for d in range(ct.ndim) if d not in ans_batch and d not in ans_y]
+        return _outer_into_layout(ct, y, x_aval, xb, xc, x_kept, yb, yc, ans_batch, ans_x)
     dims = ((tuple(ans_y), tuple(y_kept)), (tuple(ans_batch), tuple(yb)))
     x_contract_by_y = [xc[i] for i in np.argsort(yc)]
     out_axes = np.argsort(list(xb) + x_kept + x_contract_by_y)
     return transpose(dot_general(ct, y, dims), tuple(int(a) for a in out_axes))
+
+
+def _outer_into_layout(ct, y, x_aval, xb, xc, x_kept, yb, yc, ans_batch, ans_x):
+    """A transposed product that contracts nothing (per-example weight gradients: the
+    cotangent times the input) as one broadcast multiply written straight in x's layout,
+    instead of an outer-product dot_general and a transpose: a single pass over the (large)
+    result, eagerly and compiled."""
+    from funcgrad.core.prims.elementwise import mul
+    from funcgrad.core.prims.structural import broadcast_in_dim, reshape
+
+    def place(value, axis_of_dim):
+        # drop the dims that map nowhere (size 1), order the rest by their target axis
+        keep = [d for d in range(value.ndim) if axis_of_dim[d] is not None]
+        value = reshape(value, [value.shape[d] for d in keep]) if len(keep) != value.ndim \
+            else value
+        targets = [axis_of_dim[d] for d in keep]
+        order = [int(i) for i in np.argsort(targets)]
+        value = transpose(value, order)
+        return broadcast_in_dim(value, x_aval.shape, sorted(targets))
+
+    ct_axes = [None] * ct.ndim
+    for i, d in enumerate(ans_batch):
+        ct_axes[d] = xb[i]
+    for j, d in enumerate(ans_x):
+        ct_axes[d] = x_kept[j]
+    y_axes = [None] * y.ndim
+    for i, d in enumerate(yb):
+        y_axes[d] = xb[i]
+    for k, d in enumerate(yc):
+        y_axes[d] = xc[k]
+    return mul(place(ct, ct_axes), place(y, y_axes))
 
 
 def _dot_transpose(ct, lhs, rhs, *, dimension_numbers, preferred_element_type=None):
