@@ -91,15 +91,16 @@ def executable_for(program: IR):
 
     # keyed by the IR itself first: a disk-cache hit then needs no compiler session and
     # no MLIR (creating them is most of a warm first call)
-    ir_key = compiler.cache_key(_ir_key_text(program), compiler.CPU_FLAGS)
+    heavy = _largest_step(program) > _PARALLEL_WORK
+    holder = session_for("cpu" if heavy else "cpu-small")
+    ir_key = compiler.cache_key(_ir_key_text(program), holder.flags)
     vmfb = compiler.lookup(ir_key)
     if vmfb is None:
-        holder = session_for("cpu")
         with holder.lock:
             with holder.session.context:
                 module = lower_module(program, holder.session.context)
             vmfb = compile_module(module, holder, getattr(program, "_name", "main"), ir_key)
-    driver = "local-task" if _largest_step(program) > _PARALLEL_WORK else "local-sync"
+    driver = "local-task" if heavy else "local-sync"
     exe = Executable(vmfb, [v.aval.strip_weak() for v in program.outputs], driver=driver)
     program._executable = exe
     return exe
@@ -185,7 +186,9 @@ def _ready_executable(program: IR):
     if job is None:
         from funcgrad.lowering import compiler
 
-        if compiler.lookup(compiler.cache_key(_ir_key_text(program), compiler.CPU_FLAGS)):
+        heavy = _largest_step(program) > _PARALLEL_WORK
+        flags = compiler.CPU_FLAGS if heavy else compiler.CPU_SMALL_FLAGS
+        if compiler.lookup(compiler.cache_key(_ir_key_text(program), flags)):
             return executable_for(program)  # cached: loading is quick
         program._background = job = _BackgroundCompile(program)
     if not job.done.is_set():
