@@ -40,9 +40,9 @@ def _emit(fmt, tree, values):
 
 def _debug_print_impl(*values, fmt, tree, batched):
     if any(batched):
-        size = next(v.shape[0] for v, b in zip(values, batched) if b)
+        size = next(v.shape[0] for v, b in zip(values, batched, strict=False) if b)
         for i in range(size):
-            _emit(fmt, tree, [v[i] if b else v for v, b in zip(values, batched)])
+            _emit(fmt, tree, [v[i] if b else v for v, b in zip(values, batched, strict=False)])
     else:
         _emit(fmt, tree, values)
     return []
@@ -53,7 +53,7 @@ def _debug_print_batch(axis_size, args, dims, *, fmt, tree, batched):
 
     if any(batched):
         raise NotImplementedError("debug.print under nested vmap prints the outer batch only")
-    moved = [a if d is None else (a if d == 0 else moveaxis(a, d, 0)) for a, d in zip(args, dims)]
+    moved = [a if d is None else (a if d == 0 else moveaxis(a, d, 0)) for a, d in zip(args, dims, strict=False)]
     debug_print_p.bind(*moved, fmt=fmt, tree=tree, batched=tuple(d is not None for d in dims))
     return [], []
 

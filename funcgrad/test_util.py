@@ -51,7 +51,7 @@ def _inner(x, y) -> float:
     """Re sum(x * y) over float leaves: transposes here are plain (unconjugated), so
     <J^T u, v> = <u, J v> holds for this pairing also with complex values."""
     total = 0.0
-    for a, b in zip(_leaves(x), _leaves(y)):
+    for a, b in zip(_leaves(x), _leaves(y), strict=False):
         a, b = np.asarray(a), np.asarray(b)
         if dtypes.is_inexact(a.dtype):
             total += float(np.real(np.sum(a.astype(np.complex128) * b.astype(np.complex128))))
@@ -59,7 +59,7 @@ def _inner(x, y) -> float:
 
 
 def _assert_close(got, want, tol, what):
-    for g, w in zip(_leaves(got), _leaves(want)):
+    for g, w in zip(_leaves(got), _leaves(want), strict=False):
         g, w = np.asarray(g), np.asarray(w)
         if not dtypes.is_inexact(w.dtype):
             continue

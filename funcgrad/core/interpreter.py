@@ -104,7 +104,7 @@ def _check_avals(prim, args, params, results):
     expected = prim.abstract_eval(*[aval_of(a) for a in args], **params)
     got = [r.aval for r in results] if prim.multiple_results else [results.aval]
     expected = list(expected) if prim.multiple_results else [expected]
-    for want, have in zip(expected, got):
+    for want, have in zip(expected, got, strict=False):
         if want.shape != have.shape or want.dtype != have.dtype:
             raise AssertionError(f"primitive '{prim.name}': NumPy impl gave {have}, "
                                  f"shape rule says {want}")

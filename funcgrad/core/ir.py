@@ -85,11 +85,11 @@ def eval_ir(ir: IR, *args, consts=None):
     """Run ``ir`` on ``args`` by binding each equation's primitive to the current
     interpreter, so evaluating an IR composes with every transformation."""
     env = {}
-    for var, value in zip(ir.const_vars, ir.consts if consts is None else consts):
+    for var, value in zip(ir.const_vars, ir.consts if consts is None else consts, strict=False):
         env[var] = value
     if len(args) != len(ir.in_vars):
         raise TypeError(f"IR takes {len(ir.in_vars)} inputs, got {len(args)}")
-    for var, value in zip(ir.in_vars, args):
+    for var, value in zip(ir.in_vars, args, strict=False):
         env[var] = value
 
     def read(x):
@@ -98,7 +98,7 @@ def eval_ir(ir: IR, *args, consts=None):
     for eqn in ir.equations:
         outs = eqn.prim.bind(*[read(x) for x in eqn.inputs], **eqn.params)
         if eqn.prim.multiple_results:
-            for var, value in zip(eqn.outputs, outs):
+            for var, value in zip(eqn.outputs, outs, strict=False):
                 env[var] = value
         else:
             env[eqn.outputs[0]] = outs

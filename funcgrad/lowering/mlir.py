@@ -134,8 +134,8 @@ class LoweringContext:
         env = {}
         const_values = consts if consts is not None else [self.constant(np.asarray(c))
                                                           for c in program.consts]
-        env.update(zip(program.const_vars, const_values))
-        env.update(zip(program.in_vars, args))
+        env.update(zip(program.const_vars, const_values, strict=False))
+        env.update(zip(program.in_vars, args, strict=False))
 
         def read(x):
             if isinstance(x, Literal):
@@ -161,7 +161,7 @@ class LoweringContext:
             if len(outs) != len(eqn.outputs):
                 raise LoweringError(f"lowering rule of '{eqn.prim.name}' returned {len(outs)} "
                                     f"values, expected {len(eqn.outputs)}")
-            env.update(zip(eqn.outputs, outs))
+            env.update(zip(eqn.outputs, outs, strict=False))
         return [read(x) for x in program.outputs]
 
     def region_from_ir(self, region, program: IR, arg_avals=None):

@@ -6,6 +6,8 @@ primitives, so it differentiates, batches and compiles.
 tensor(12, dtype=int32)
 """
 
+import math as _math
+
 from funcgrad.core.dtypes import (  # noqa: F401
     bfloat16,
     bool_,
@@ -31,7 +33,8 @@ from funcgrad.core.tensor import Tensor as ndarray  # noqa: F401
 from funcgrad.core.tensor import tensor as array  # noqa: F401
 from funcgrad.numpy._creation import *  # noqa: F401,F403
 from funcgrad.numpy._elementwise import *  # noqa: F401,F403
-from funcgrad.numpy._elementwise import abs, divmod_ as divmod, pow, round  # noqa: F401,A004
+from funcgrad.numpy._elementwise import abs, pow, round  # noqa: F401,A004
+from funcgrad.numpy._elementwise import divmod_ as divmod
 from funcgrad.numpy._indexing import (  # noqa: F401
     argsort,
     argwhere,
@@ -49,14 +52,15 @@ from funcgrad.numpy._reductions import all, any, max, min, sum  # noqa: F401,A00
 from funcgrad.numpy._shape import *  # noqa: F401,F403
 from funcgrad.numpy._util import asarray  # noqa: F401
 
-import math as _math
-
 pi = _math.pi
 e = _math.e
 inf = float("inf")
 nan = float("nan")
 newaxis = None
 
-from funcgrad.numpy import fft, linalg  # noqa: E402,F401
+from funcgrad.numpy import (  # noqa: E402,F401
+    _methods,  # noqa: E402,F401  (installs Tensor operators)
+    fft,
+    linalg,
+)
 from funcgrad.numpy._einsum import *  # noqa: E402,F401,F403
-from funcgrad.numpy import _methods  # noqa: E402,F401  (installs Tensor operators)

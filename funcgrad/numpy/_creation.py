@@ -10,7 +10,8 @@ from funcgrad.core import dtypes
 from funcgrad.core.devices import CPU, GPU_TENSORS_MISSING
 from funcgrad.core.devices import device as _lookup_device
 from funcgrad.core.prims import elementwise as ew
-from funcgrad.core.prims.structural import broadcast_in_dim, full as _full, iota
+from funcgrad.core.prims.structural import broadcast_in_dim, iota
+from funcgrad.core.prims.structural import full as _full
 from funcgrad.numpy._util import asarray
 
 

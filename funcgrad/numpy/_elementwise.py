@@ -3,17 +3,15 @@
 from __future__ import annotations
 
 import math
-
 from sys import getrefcount
 
 import numpy as np
 
-from funcgrad.core import dtypes
+from funcgrad.core import dtypes, reuse
 from funcgrad.core import interpreter as _interp
-from funcgrad.core import reuse
-from funcgrad.core.tensor import Tensor, wrap
 from funcgrad.core.prims import elementwise as ew
 from funcgrad.core.prims.structural import full, full_like
+from funcgrad.core.tensor import Tensor, wrap
 from funcgrad.numpy._util import apply_elementwise, asarray, promote
 
 

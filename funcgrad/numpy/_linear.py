@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from funcgrad.core import dtypes
-from funcgrad.core.prims.dot import dot_general
 from funcgrad.core.prims import structural as st
+from funcgrad.core.prims.dot import dot_general
 from funcgrad.numpy._util import broadcast_shapes, broadcast_to, normalize_axis, promote
 
 
@@ -119,7 +119,7 @@ def tensordot(a, b, axes=2):
                              "of axes")
         axes_a = tuple(normalize_axis("tensordot", x, a.ndim) for x in axes_a)
         axes_b = tuple(normalize_axis("tensordot", x, b.ndim) for x in axes_b)
-    for x, y in zip(axes_a, axes_b):
+    for x, y in zip(axes_a, axes_b, strict=False):
         if a.shape[x] != b.shape[y]:
             raise ValueError(f"tensordot: shapes {a.shape} and {b.shape} do not align on axes "
                              f"{axes_a} / {axes_b} ({a.shape[x]} != {b.shape[y]})")

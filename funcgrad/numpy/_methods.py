@@ -10,11 +10,11 @@ from sys import getrefcount
 
 import numpy as np
 
+from funcgrad import numpy as fnp
 from funcgrad.core import interpreter as _interp
 from funcgrad.core import reuse
 from funcgrad.core.prims import elementwise as ew
 from funcgrad.core.tensor import Tensor, wrap
-from funcgrad import numpy as fnp
 from funcgrad.numpy import _indexing
 
 

@@ -99,7 +99,7 @@ def moveaxis(x, source, destination):
     if len(src) != len(dst):
         raise ValueError("moveaxis: source and destination need the same number of axes")
     order = [a for a in range(x.ndim) if a not in src]
-    for d, s in sorted(zip(dst, src)):
+    for d, s in sorted(zip(dst, src, strict=False)):
         order.insert(d, s)
     return st.transpose(x, order)
 
@@ -253,7 +253,7 @@ def split(x, indices_or_sections, axis: int = 0):
         # NumPy slices x[lo:hi] between the indices, so negative ones count from the end
         bounds = [0, *[builtins.min(builtins.max(int(i) + n if int(i) < 0 else int(i), 0), n)
                        for i in indices_or_sections], n]
-    return [_take_range(x, axis, lo, builtins.max(lo, hi)) for lo, hi in zip(bounds, bounds[1:])]
+    return [_take_range(x, axis, lo, builtins.max(lo, hi)) for lo, hi in zip(bounds, bounds[1:], strict=False)]
 
 
 def array_split(x, sections: int, axis: int = 0):
@@ -306,7 +306,7 @@ def roll(x, shift, axis=None):
     if len(shifts) != len(axes):
         raise ValueError(f"roll: {len(shifts)} shifts {tuple(shifts)} for {len(axes)} axes "
                          f"{tuple(axes)}; pass one shift per axis")
-    for s, a in zip(shifts, axes):
+    for s, a in zip(shifts, axes, strict=False):
         n = x.shape[a]
         if n == 0:
             continue
@@ -343,10 +343,10 @@ def tile(x, reps):
     reps = (1,) * (ndim - len(reps)) + reps
     x = st.reshape(x, (1,) * (ndim - x.ndim) + x.shape)
     interleaved = []
-    for r, d in zip(reps, x.shape):
+    for r, d in zip(reps, x.shape, strict=False):
         interleaved += [r, d]
     expanded = st.broadcast_in_dim(x, tuple(interleaved), tuple(range(1, 2 * ndim, 2)))
-    return st.reshape(expanded, tuple(r * d for r, d in zip(reps, x.shape)))
+    return st.reshape(expanded, tuple(r * d for r, d in zip(reps, x.shape, strict=False)))
 
 
 def repeat(x, repeats, axis=None):

@@ -109,7 +109,7 @@ class JVPInterpreter(Interpreter):
         with _interp.using(self.parent):
             out, out_tangent = prim.jvp(primals, tangents, **params)
         if prim.multiple_results:
-            return [self.lift(o, t) for o, t in zip(out, out_tangent)]
+            return [self.lift(o, t) for o, t in zip(out, out_tangent, strict=False)]
         return self.lift(out, out_tangent)
 
     def lift(self, primal, tangent):
@@ -128,7 +128,7 @@ def _jvp_flat(fun, primals, tangents):
     interp = JVPInterpreter(_interp.current())
     try:
         with _interp.using(interp):
-            ins = [interp.lift(p, t) for p, t in zip(primals, tangents)]
+            ins = [interp.lift(p, t) for p, t in zip(primals, tangents, strict=False)]
             outs = fun(*ins)
         pairs = [interp.unpack(o) for o in outs]
     finally:
@@ -180,7 +180,7 @@ def jvp(fun, primals, tangents, has_aux: bool = False):
         raise ValueError(f"jvp: primals and tangents differ in structure: {tree_p} vs {tree_t}")
     flat_p = [as_tensor(p) for p in flat_p]
     checked = []
-    for p, t in zip(flat_p, flat_t):
+    for p, t in zip(flat_p, flat_t, strict=False):
         t = as_tensor(t)
         if t.shape != p.shape:
             raise ValueError(f"jvp: tangent shape {t.shape} differs from primal shape {p.shape}")
@@ -191,7 +191,7 @@ def jvp(fun, primals, tangents, has_aux: bool = False):
     flat_fun, store = _flatten_fun(fun, tree_p, has_aux)
     outs, out_tangents = _jvp_flat(flat_fun, flat_p, checked)
     out_tangents = [zeros_for(aval_of(o)) if t is None else t
-                    for o, t in zip(outs, out_tangents)]
+                    for o, t in zip(outs, out_tangents, strict=False)]
     primal_out = tree_unflatten(store["tree"], outs)
     tangent_out = tree_unflatten(store["tree"], out_tangents)
     if has_aux:
@@ -214,7 +214,7 @@ def _linearize_flat(fun, primals):
     jvp_interp = JVPInterpreter(partial)
     try:
         with _interp.using(jvp_interp):
-            ins = [jvp_interp.lift(p, t) for p, t in zip(primals, tangent_args)]
+            ins = [jvp_interp.lift(p, t) for p, t in zip(primals, tangent_args, strict=False)]
             outs = fun(*ins)
         pairs = [jvp_interp.unpack(o) for o in outs]
     except BaseException:
@@ -237,21 +237,21 @@ def backward_pass(ir: IR, cotangents, inputs=None):
     """
     if inputs is None:
         inputs = [UndefinedPrimal(v.aval) for v in ir.in_vars]
-    linear = {v for v, x in zip(ir.in_vars, inputs) if isinstance(x, UndefinedPrimal)}
+    linear = {v for v, x in zip(ir.in_vars, inputs, strict=False) if isinstance(x, UndefinedPrimal)}
     for eqn in ir.equations:
         if any(v in linear for v in eqn.inputs if not isinstance(v, Literal)):
             linear.update(eqn.outputs)
-    env = dict(zip(ir.const_vars, ir.consts))
-    env.update((v, x) for v, x in zip(ir.in_vars, inputs) if not isinstance(x, UndefinedPrimal))
+    env = dict(zip(ir.const_vars, ir.consts, strict=False))
+    env.update((v, x) for v, x in zip(ir.in_vars, inputs, strict=False) if not isinstance(x, UndefinedPrimal))
     # forward-evaluate the non-linear equations (work on residuals only)
     for eqn in ir.equations:
         if not any(v in linear for v in eqn.inputs if not isinstance(v, Literal)):
             outs = eqn.prim.bind(*[_read(env, v) for v in eqn.inputs], **eqn.params)
             outs = outs if eqn.prim.multiple_results else [outs]
-            env.update(zip(eqn.outputs, outs))
+            env.update(zip(eqn.outputs, outs, strict=False))
 
     cts = {}
-    for var, ct in zip(ir.outputs, cotangents):
+    for var, ct in zip(ir.outputs, cotangents, strict=False):
         if not isinstance(var, Literal) and var in linear and ct is not None:
             cts[var] = add_tangents(cts.get(var), ct)
     for eqn in reversed(ir.equations):
@@ -267,7 +267,7 @@ def backward_pass(ir: IR, cotangents, inputs=None):
                                       "(reverse-mode differentiation through it)")
         ct_arg = out_cts if eqn.prim.multiple_results else out_cts[0]
         in_cts = eqn.prim.transpose(ct_arg, *args, **eqn.params)
-        for var, arg, ct in zip(eqn.inputs, args, in_cts):
+        for var, arg, ct in zip(eqn.inputs, args, in_cts, strict=False):
             if ct is not None and isinstance(arg, UndefinedPrimal):
                 cts[var] = add_tangents(cts.get(var), ct)
     return [cts.get(v) if v in linear else None for v in ir.in_vars]
@@ -299,7 +299,7 @@ def linearize(fun, *primals):
         if tree_t != in_tree:
             raise ValueError(f"linearize: tangents structure {tree_t} differs from the "
                              f"primals' {in_tree}")
-        ins = [as_tensor(t) for t, d in zip(flat_t, differentiable) if d]
+        ins = [as_tensor(t) for t, d in zip(flat_t, differentiable, strict=False) if d]
         return tree_unflatten(store["tree"], eval_ir(linear_ir, *ins))
 
     return tree_unflatten(store["tree"], outs), f_jvp
@@ -343,7 +343,7 @@ def vjp(fun, *primals, has_aux: bool = False):
             raise ValueError(f"vjp: cotangent structure {ct_tree} differs from the output's "
                              f"{out_tree}")
         cts = []
-        for ct, aval in zip(flat_ct, out_avals):
+        for ct, aval in zip(flat_ct, out_avals, strict=False):
             ct = as_tensor(ct)
             if ct.shape != aval.shape:
                 raise ValueError(f"vjp: cotangent shape {ct.shape} differs from output shape "
@@ -375,7 +375,7 @@ def _split_args(fun, args, kwargs, argnums):
 
     def partial(*diff):
         full_args = list(args)
-        for n, value in zip(argnums, diff):
+        for n, value in zip(argnums, diff, strict=False):
             full_args[n] = value
         return fun(*full_args, **kwargs)
 
@@ -449,7 +449,7 @@ def _std_basis(flat):
     dtype = dtypes.result_type(*[p.dtype for p in flat]) if flat else dtypes.float32
     basis = eye(total, dtype=dtype)
     out, offset = [], 0
-    for p, n in zip(flat, sizes):
+    for p, n in zip(flat, sizes, strict=False):
         out.append(reshape(basis[:, offset:offset + n], (total, *p.shape)).astype(p.dtype))
         offset += n
     return out, sizes
@@ -486,13 +486,13 @@ def jacfwd(fun, argnums=0, has_aux: bool = False):
         def push(*tangent_leaves):
             outs, tangents = _jvp_flat(flat_fun, flat_in, list(tangent_leaves))
             return outs, [zeros_for(aval_of(o).strip_weak()) if t is None else t
-                          for o, t in zip(outs, tangents)]
+                          for o, t in zip(outs, tangents, strict=False)]
 
         outs, tangents = vmap(push, out_axes=(None, 0))(*basis)
         blocks = []
-        for out, tan in zip(outs, tangents):
+        for out, tan in zip(outs, tangents, strict=False):
             row, offset = [], 0
-            for inp, n in zip(flat_in, sizes):
+            for inp, n in zip(flat_in, sizes, strict=False):
                 part = tan[offset:offset + n]
                 part = moveaxis(part, 0, -1)
                 row.append(reshape(part, (*aval_of(out).shape, *inp.shape)))
@@ -523,9 +523,9 @@ def jacrev(fun, argnums=0, has_aux: bool = False):
 
         blocks = []
         offset = 0
-        for out, n in zip(outs, sizes):
+        for out, n in zip(outs, sizes, strict=False):
             row = [reshape(r[offset:offset + n], (*out.shape, *inp.shape))
-                   for r, inp in zip(rows, flat_in)]
+                   for r, inp in zip(rows, flat_in, strict=False)]
             blocks.append(tree_unflatten(in_tree, row))
             offset += n
         blocks = [b[0] if single else b for b in blocks]

@@ -64,7 +64,7 @@ class BatchInterpreter(Interpreter):
         with _interp.using(self.parent):
             out, out_dim = prim.batch(self.axis_size, values, dims, **params)
         if prim.multiple_results:
-            return [self.lift(o, d) for o, d in zip(out, out_dim)]
+            return [self.lift(o, d) for o, d in zip(out, out_dim, strict=False)]
         return self.lift(out, out_dim)
 
     def lift(self, value, dim):
@@ -93,7 +93,7 @@ def _broadcast_prefix(prefix, tree, name):
         raise ValueError(f"vmap: {name} {prefix!r} is not a prefix of the argument structure "
                          f"(a {type(tree).__name__} with {len(t.children)} entries)")
     out = []
-    for sub_prefix, sub_tree in zip(p.children, t.children):
+    for sub_prefix, sub_tree in zip(p.children, t.children, strict=False):
         out += _broadcast_prefix(sub_prefix, sub_tree, name)
     return out
 
@@ -135,10 +135,10 @@ def vmap(fun, in_axes=0, out_axes=0, axis_size: int | None = None):
                              f"{len(args)} positional arguments")
         flat, in_tree = tree_flatten(args)
         axes = _broadcast_prefix(in_axes, args, "in_axes")
-        flat = [as_tensor(x) if a is not None else x for x, a in zip(flat, axes)]
+        flat = [as_tensor(x) if a is not None else x for x, a in zip(flat, axes, strict=False)]
         sizes = {}
         paths = optree.tree_paths(args, namespace="funcgrad")
-        for i, (x, a) in enumerate(zip(flat, axes)):
+        for i, (x, a) in enumerate(zip(flat, axes, strict=False)):
             if a is None:
                 continue
             if not isinstance(a, int):
@@ -163,14 +163,14 @@ def vmap(fun, in_axes=0, out_axes=0, axis_size: int | None = None):
         interp = BatchInterpreter(_interp.current(), size)
         try:
             with _interp.using(interp):
-                ins = [interp.lift(x, a) for x, a in zip(flat, axes)]
+                ins = [interp.lift(x, a) for x, a in zip(flat, axes, strict=False)]
                 out = fun(*tree_unflatten(in_tree, ins), **kwargs)
             out_flat, out_tree = tree_flatten(out)
             unpacked = [interp.unpack(o) for o in out_flat]
         finally:
             interp.active = False
         out_axes_flat = _broadcast_prefix(out_axes, out, "out_axes")
-        results = [_move_out(v, d, oa, size) for (v, d), oa in zip(unpacked, out_axes_flat)]
+        results = [_move_out(v, d, oa, size) for (v, d), oa in zip(unpacked, out_axes_flat, strict=False)]
         return tree_unflatten(out_tree, results)
 
     return batched

@@ -63,7 +63,7 @@ def _permute_inputs(ir: IR, order) -> IR:
 
 
 def _select_outputs(ir: IR, keep) -> IR:
-    return IR(ir.in_vars, ir.equations, [o for o, k in zip(ir.outputs, keep) if k],
+    return IR(ir.in_vars, ir.equations, [o for o, k in zip(ir.outputs, keep, strict=False) if k],
               ir.const_vars, ir.consts)
 
 
@@ -74,7 +74,7 @@ def _to_front(x, dim, axis_size):
 
 
 def _instantiate(values, avals):
-    return [zeros_for(a.strip_weak()) if v is None else v for v, a in zip(values, avals)]
+    return [zeros_for(a.strip_weak()) if v is None else v for v, a in zip(values, avals, strict=False)]
 
 
 def _strong(aval: ShapedArray) -> ShapedArray:
@@ -184,14 +184,14 @@ def _cond_jvp(primals, tangents, *, branches):
     index, args = primals[0], primals[1:]
     arg_tangents = tangents[1:]
     nonzero = [t is not None and dtypes.is_inexact(aval_of(a).dtype)
-               for a, t in zip(args, arg_tangents)]
+               for a, t in zip(args, arg_tangents, strict=False)]
     if not any(nonzero):
         return cond_p.bind(index, *args, branches=branches), [None] * len(branches[0].outputs)
     instantiate = [dtypes.is_inexact(a.dtype) for a in branches[0].out_avals]
     new = [jvp_ir(b, nonzero, instantiate) for b in branches]
     out_nonzero = new[0][1]
     n_out = len(branches[0].outputs)
-    outs = cond_p.bind(index, *args, *[t for t, nz in zip(arg_tangents, nonzero) if nz],
+    outs = cond_p.bind(index, *args, *[t for t, nz in zip(arg_tangents, nonzero, strict=False) if nz],
                        branches=tuple(ir for ir, _ in new))
     it = iter(outs[n_out:])
     return outs[:n_out], [next(it) if nz else None for nz in out_nonzero]
@@ -199,11 +199,11 @@ def _cond_jvp(primals, tangents, *, branches):
 
 def _cond_batch(axis_size, args, dims, *, branches):
     index, index_dim = args[0], dims[0]
-    ops = [_to_front(a, d, axis_size) if d is not None else a for a, d in zip(args[1:], dims[1:])]
+    ops = [_to_front(a, d, axis_size) if d is not None else a for a, d in zip(args[1:], dims[1:], strict=False)]
     batched = [d is not None for d in dims[1:]]
     if index_dim is None:
         first = [batch_ir(b, axis_size, batched, instantiate=False)[1] for b in branches]
-        out_batched = [any(col) for col in zip(*first)]
+        out_batched = [any(col) for col in zip(*first, strict=False)]
         new = [batch_ir(b, axis_size, batched, instantiate=out_batched)[0] for b in branches]
         outs = cond_p.bind(index, *ops, branches=tuple(new))
         return outs, [0 if b else None for b in out_batched]
@@ -214,7 +214,7 @@ def _cond_batch(axis_size, args, dims, *, branches):
         ir, _ = batch_ir(b, axis_size, batched, instantiate=True)
         results.append(eval_ir(ir, *ops))
     outs = []
-    for per_branch in zip(*results):
+    for per_branch in zip(*results, strict=False):
         shape = per_branch[0].shape
         which = broadcast_in_dim(index, shape, (0,))
         outs.append(ew.select_n(which, *per_branch))
@@ -229,11 +229,11 @@ def _cond_partial_eval(trace, args, params):
         return trace.stage(cond_p, args, params, out_avals)
     unknowns = [trace.is_own(o) for o in ops]
     first = [partial_eval_ir(b, unknowns)[2] for b in branches]
-    out_unknowns = [any(col) for col in zip(*first)]
+    out_unknowns = [any(col) for col in zip(*first, strict=False)]
     splits = [partial_eval_ir(b, unknowns, instantiate=out_unknowns) for b in branches]
     res_avals = [_residual_avals(s) for s in splits]
-    known_ops = [o for o, u in zip(ops, unknowns) if not u]
-    unknown_ops = [o for o, u in zip(ops, unknowns) if u]
+    known_ops = [o for o, u in zip(ops, unknowns, strict=False) if not u]
+    unknown_ops = [o for o, u in zip(ops, unknowns, strict=False) if u]
     n_known_out = out_unknowns.count(False)
 
     known_branches = []
@@ -261,7 +261,7 @@ def _cond_partial_eval(trace, args, params):
                     + [Var(a) for a in after] + unknown_ir.in_vars[n_own:],
                     unknown_ir.equations, unknown_ir.outputs)
         unknown_branches.append(padded)
-    unknown_avals = [a for a, u in zip(out_avals, out_unknowns) if u]
+    unknown_avals = [a for a, u in zip(out_avals, out_unknowns, strict=False) if u]
     unknown_outs = trace.stage(cond_p, [index, *residuals, *unknown_ops],
                                dict(branches=tuple(unknown_branches)), unknown_avals)
     known_it, unknown_it = iter(known_outs), iter(unknown_outs)
@@ -360,7 +360,7 @@ def scan(f, init, xs=None, length=None, reverse: bool = False, unroll: int = 1):
     ir = trace_to_ir(body, carry_avals + x_avals, name="scan")
     closed, consts = hoist_consts(ir)
     init_vals = [ew.convert_element_type(c, a.dtype) if c.weak_type else c
-                 for c, a in zip(carry_flat, carry_avals)]
+                 for c, a in zip(carry_flat, carry_avals, strict=False)]
     outs = scan_p.bind(*consts, *init_vals, *xs_flat, body=closed, num_consts=len(consts),
                        num_carry=len(carry_avals), length=n, reverse=bool(reverse))
     carry_out = tree_unflatten(carry_tree, outs[:len(carry_avals)])
@@ -387,7 +387,7 @@ def _scan_python(f, init, xs, xs_flat, xs_tree, n, reverse):
         return _scan_empty(f, init, xs_flat, xs_tree)
     y_leaves = [tree_flatten(y)[0] for y in ys]
     y_tree = tree_flatten(ys[0])[1]
-    stacked = [stack([as_tensor(v) for v in column]) for column in zip(*y_leaves)]
+    stacked = [stack([as_tensor(v) for v in column]) for column in zip(*y_leaves, strict=False)]
     return carry, tree_unflatten(y_tree, stacked)
 
 
@@ -423,7 +423,7 @@ def _scan_impl(*args, body, num_consts, num_carry, length, reverse):
         ys_steps.reverse()
     y_avals = body.out_avals[num_carry:]
     ys = [np.stack(col) if ys_steps else np.zeros((0, *a.shape), a.dtype)
-          for col, a in zip(zip(*ys_steps) if ys_steps else [()] * len(y_avals), y_avals)]
+          for col, a in zip(zip(*ys_steps, strict=False) if ys_steps else [()] * len(y_avals), y_avals, strict=False)]
     return [np.asarray(c._buf) for c in carry] + ys
 
 
@@ -437,11 +437,11 @@ def _scan_jvp(primals, tangents, *, body, num_consts, num_carry, length, reverse
                                          num_carry)
     n_y = len(body.outputs) - num_carry
     carry_avals = body.in_avals[num_consts:num_consts + num_carry]
-    carry_nz = [nz and dtypes.is_inexact(a.dtype) for nz, a in zip(carry_nz, carry_avals)]
+    carry_nz = [nz and dtypes.is_inexact(a.dtype) for nz, a in zip(carry_nz, carry_avals, strict=False)]
     while True:
         _, out_nz = jvp_ir(body, consts_nz + carry_nz + xs_nz,
                            instantiate=carry_nz + [False] * n_y)
-        new = [a or b for a, b in zip(carry_nz, out_nz[:num_carry])]
+        new = [a or b for a, b in zip(carry_nz, out_nz[:num_carry], strict=False)]
         if new == carry_nz:
             break
         carry_nz = new
@@ -468,7 +468,7 @@ def _scan_jvp(primals, tangents, *, body, num_consts, num_carry, length, reverse
     consts, carry, xs = _split3(list(primals), num_consts, num_carry)
     c_t, carry_t, xs_t = _split3(list(tangents), num_consts, num_carry)
     carry_t = [zeros_for(_strong(aval_of(c))) if t is None else t
-               for c, t, nz in zip(carry, carry_t, carry_nz) if nz]
+               for c, t, nz in zip(carry, carry_t, carry_nz, strict=False) if nz]
     outs = scan_p.bind(*consts, *[t for t in c_t if t is not None], *carry, *carry_t,
                        *xs, *[t for t in xs_t if t is not None], body=new_body,
                        num_consts=num_consts + sum(consts_nz), num_carry=num_carry + n_ct,
@@ -489,16 +489,16 @@ def _scan_batch(axis_size, args, dims, *, body, num_consts, num_carry, length, r
     while True:
         _, out_b = batch_ir(body, axis_size, consts_b + carry_b + xs_b,
                             instantiate=carry_b + [False] * n_y)
-        new = [a or b for a, b in zip(carry_b, out_b[:num_carry])]
+        new = [a or b for a, b in zip(carry_b, out_b[:num_carry], strict=False)]
         if new == carry_b:
             break
         carry_b = new
     new_body, out_b = batch_ir(body, axis_size, consts_b + carry_b + xs_b,
                                instantiate=carry_b + [False] * n_y)
     consts, carry, xs = _split3(list(args), num_consts, num_carry)
-    consts = [_to_front(c, d, axis_size) if d is not None else c for c, d in zip(consts, consts_d)]
-    carry = [_to_front(c, d, axis_size) if b else c for c, d, b in zip(carry, carry_d, carry_b)]
-    xs = [(x if d == 1 else moveaxis(x, d, 1)) if d is not None else x for x, d in zip(xs, xs_d)]
+    consts = [_to_front(c, d, axis_size) if d is not None else c for c, d in zip(consts, consts_d, strict=False)]
+    carry = [_to_front(c, d, axis_size) if b else c for c, d, b in zip(carry, carry_d, carry_b, strict=False)]
+    xs = [(x if d == 1 else moveaxis(x, d, 1)) if d is not None else x for x, d in zip(xs, xs_d, strict=False)]
     outs = scan_p.bind(*consts, *carry, *xs, body=new_body, num_consts=num_consts,
                        num_carry=num_carry, length=length, reverse=reverse)
     out_dims = [0 if b else None for b in carry_b] + [1 if b else None for b in out_b[num_carry:]]
@@ -515,7 +515,7 @@ def _scan_partial_eval(trace, args, params):
     while True:
         out_uk = partial_eval_ir(body, consts_uk + carry_uk + xs_uk,
                                  instantiate=carry_uk + [False] * n_y)[2]
-        new = [a or b for a, b in zip(carry_uk, out_uk[:num_carry])]
+        new = [a or b for a, b in zip(carry_uk, out_uk[:num_carry], strict=False)]
         if new == carry_uk:
             break
         carry_uk = new
@@ -523,9 +523,9 @@ def _scan_partial_eval(trace, args, params):
         body, consts_uk + carry_uk + xs_uk, instantiate=carry_uk + [False] * n_y)
     ys_uk = out_uk[num_carry:]
     consts, carry, xs = _split3(list(args), num_consts, num_carry)
-    known_c = [c for c, u in zip(consts, consts_uk) if not u]
-    known_carry = [c for c, u in zip(carry, carry_uk) if not u]
-    known_xs = [x for x, u in zip(xs, xs_uk) if not u]
+    known_c = [c for c, u in zip(consts, consts_uk, strict=False) if not u]
+    known_carry = [c for c, u in zip(carry, carry_uk, strict=False) if not u]
+    known_xs = [x for x, u in zip(xs, xs_uk, strict=False) if not u]
     n_kc = len(known_c)
     # a residual that is just a known loop-invariant input is passed as a constant
     forwarded = [s is not None and s < n_kc for s in sources]
@@ -539,7 +539,7 @@ def _scan_partial_eval(trace, args, params):
     known_carry_out = known_outs[:n_known_carry]
     known_ys = known_outs[n_known_carry:n_known_carry + n_known_y]
     stacked_res = known_outs[n_known_carry + n_known_y:]
-    fwd_res = [known_c[s] for s, f in zip(sources, forwarded) if f]
+    fwd_res = [known_c[s] for s, f in zip(sources, forwarded, strict=False) if f]
     # unknown body inputs: residuals (in order), unknown consts, unknown carry, unknown xs;
     # as a scan: consts = forwarded residuals + unknown consts, carry, xs = stacked + xs
     n_res = len(sources)
@@ -550,11 +550,11 @@ def _scan_partial_eval(trace, args, params):
              + list(range(n_res + n_uc, n_res + n_uc + n_ucarry))
              + res_stack_idx + list(range(n_res + n_uc + n_ucarry, len(unknown_ir.in_vars))))
     unknown_body = _permute_inputs(unknown_ir, order)
-    unknown_c = [c for c, u in zip(consts, consts_uk) if u]
-    unknown_carry = [c for c, u in zip(carry, carry_uk) if u]
-    unknown_xs = [x for x, u in zip(xs, xs_uk) if u]
-    unknown_avals = ([a for a, u in zip(out_avals[:num_carry], carry_uk) if u]
-                     + [a for a, u in zip(out_avals[num_carry:], ys_uk) if u])
+    unknown_c = [c for c, u in zip(consts, consts_uk, strict=False) if u]
+    unknown_carry = [c for c, u in zip(carry, carry_uk, strict=False) if u]
+    unknown_xs = [x for x, u in zip(xs, xs_uk, strict=False) if u]
+    unknown_avals = ([a for a, u in zip(out_avals[:num_carry], carry_uk, strict=False) if u]
+                     + [a for a, u in zip(out_avals[num_carry:], ys_uk, strict=False) if u])
     unknown_outs = trace.stage(
         scan_p, [*fwd_res, *unknown_c, *unknown_carry, *stacked_res, *unknown_xs],
         dict(body=unknown_body, num_consts=len(fwd_res) + n_uc, num_carry=n_ucarry,
@@ -582,8 +582,8 @@ def _scan_transpose(cts, *args, body, num_consts, num_carry, length, reverse):
     cts = _instantiate(cts, out_avals)
     ct_carry, ct_ys = cts[:num_carry], cts[num_carry:]
     body_t = transpose_ir(body, lin_consts + [True] * num_carry + lin_xs)
-    res_consts = [c for c, lin in zip(consts, lin_consts) if not lin]
-    res_xs = [x for x, lin in zip(xs, lin_xs) if not lin]
+    res_consts = [c for c, lin in zip(consts, lin_consts, strict=False) if not lin]
+    res_xs = [x for x, lin in zip(xs, lin_xs, strict=False) if not lin]
     lin_const_avals = [c.aval for c in consts if isinstance(c, UndefinedPrimal)]
     n_rc, n_lc, n_rx = len(res_consts), len(lin_const_avals), len(res_xs)
     carry_avals = body.in_avals[num_consts:num_consts + num_carry]
@@ -598,7 +598,7 @@ def _scan_transpose(cts, *args, body, num_consts, num_carry, length, reverse):
         ct_y = list(a[n_rc + n_lc + num_carry + n_rx:])
         outs = eval_ir(body_t, *rc, *rx, *ct_c, *ct_y)
         ct_lc, ct_prev, ct_lx = _split3(outs, n_lc, num_carry)
-        return [s + c for s, c in zip(acc, ct_lc)] + ct_prev + ct_lx
+        return [s + c for s, c in zip(acc, ct_lc, strict=False)] + ct_prev + ct_lx
 
     t_ir = trace_to_ir(transposed_body,
                        [aval_of(c) for c in res_consts] + lin_const_avals
@@ -612,7 +612,7 @@ def _scan_transpose(cts, *args, body, num_consts, num_carry, length, reverse):
     ct_lc, ct_init, ct_lx = _split3(outs, n_lc, num_carry)
     it_c, it_x = iter(ct_lc), iter(ct_lx)
     return ([next(it_c) if lin else None for lin in lin_consts]
-            + [None if known else ct for ct, known in zip(ct_init, known_init)]
+            + [None if known else ct for ct, known in zip(ct_init, known_init, strict=False)]
             + [next(it_x) if lin else None for lin in lin_xs])
 
 
@@ -668,7 +668,7 @@ def while_loop(cond_fun, body_fun, init_val):
     if [(a.shape, a.dtype) for a in got] != [(a.shape, a.dtype) for a in avals]:
         raise TypeError(f"while_loop: body_fun returns {_typestr(got)} but the loop value has "
                         f"types {_typestr(avals)}")
-    init = [ew.convert_element_type(x, a.dtype) if x.weak_type else x for x, a in zip(flat, avals)]
+    init = [ew.convert_element_type(x, a.dtype) if x.weak_type else x for x, a in zip(flat, avals, strict=False)]
     outs = while_p.bind(*cond_consts, *body_consts, *init, cond_ir=cond_ir, body_ir=body_ir,
                         cond_nconsts=len(cond_consts), body_nconsts=len(body_consts))
     return tree_unflatten(tree, outs)
@@ -691,10 +691,10 @@ def _while_jvp(primals, tangents, *, cond_ir, body_ir, cond_nconsts, body_nconst
     _, bc_t, carry_t = _split3(list(tangents), cond_nconsts, body_nconsts)
     bc_nz = [t is not None for t in bc_t]
     carry_avals = body_ir.out_avals
-    carry_nz = [t is not None and dtypes.is_inexact(a.dtype) for t, a in zip(carry_t, carry_avals)]
+    carry_nz = [t is not None and dtypes.is_inexact(a.dtype) for t, a in zip(carry_t, carry_avals, strict=False)]
     while True:
         _, out_nz = jvp_ir(body_ir, bc_nz + carry_nz, instantiate=carry_nz)
-        new = [a or b for a, b in zip(carry_nz, out_nz)]
+        new = [a or b for a, b in zip(carry_nz, out_nz, strict=False)]
         if new == carry_nz:
             break
         carry_nz = new
@@ -705,10 +705,10 @@ def _while_jvp(primals, tangents, *, cond_ir, body_ir, cond_nconsts, body_nconst
     order = (list(range(nb)) + list(range(nb + nc, nb + nc + n_bt)) + list(range(nb, nb + nc))
              + list(range(nb + nc + n_bt, nb + nc + n_bt + n_ct)))
     new_body = _permute_inputs(body_jvp, order)
-    tangent_avals = [_strong(a) for a, nz in zip(carry_avals, carry_nz) if nz]
+    tangent_avals = [_strong(a) for a, nz in zip(carry_avals, carry_nz, strict=False) if nz]
     new_cond = _with_extra_inputs(cond_ir, [], tangent_avals)
     carry_t = [zeros_for(_strong(aval_of(c))) if t is None else t
-               for c, t, nz in zip(carry, carry_t, carry_nz) if nz]
+               for c, t, nz in zip(carry, carry_t, carry_nz, strict=False) if nz]
     outs = while_p.bind(*cc, *bc, *[t for t in bc_t if t is not None], *carry, *carry_t,
                         cond_ir=new_cond, body_ir=new_body, cond_nconsts=cond_nconsts,
                         body_nconsts=nb + n_bt)
@@ -724,7 +724,7 @@ def _while_batch(axis_size, args, dims, *, cond_ir, body_ir, cond_nconsts, body_
     while True:
         _, out_b = batch_ir(body_ir, axis_size, bc_b + carry_b, instantiate=carry_b)
         _, (pred_b,) = batch_ir(cond_ir, axis_size, cc_b + carry_b, instantiate=False)
-        new = [a or b for a, b in zip(carry_b, out_b)]
+        new = [a or b for a, b in zip(carry_b, out_b, strict=False)]
         if pred_b:
             new = [True] * len(new)
         if new == carry_b:
@@ -732,9 +732,9 @@ def _while_batch(axis_size, args, dims, *, cond_ir, body_ir, cond_nconsts, body_
         carry_b = new
     new_body, _ = batch_ir(body_ir, axis_size, bc_b + carry_b, instantiate=carry_b)
     new_cond, (pred_b,) = batch_ir(cond_ir, axis_size, cc_b + carry_b, instantiate=False)
-    cc = [_to_front(c, d, axis_size) if d is not None else c for c, d in zip(cc, cc_d)]
-    bc = [_to_front(c, d, axis_size) if d is not None else c for c, d in zip(bc, bc_d)]
-    carry = [_to_front(c, d, axis_size) if b else c for c, d, b in zip(carry, carry_d, carry_b)]
+    cc = [_to_front(c, d, axis_size) if d is not None else c for c, d in zip(cc, cc_d, strict=False)]
+    bc = [_to_front(c, d, axis_size) if d is not None else c for c, d in zip(bc, bc_d, strict=False)]
+    carry = [_to_front(c, d, axis_size) if b else c for c, d, b in zip(carry, carry_d, carry_b, strict=False)]
     if not pred_b:
         outs = while_p.bind(*cc, *bc, *carry, cond_ir=new_cond, body_ir=new_body,
                             cond_nconsts=len(cc), body_nconsts=len(bc))
@@ -751,7 +751,7 @@ def _while_batch(axis_size, args, dims, *, cond_ir, body_ir, cond_nconsts, body_
         running = eval_ir(new_cond, *c_consts, *vals)[0]
         new_vals = eval_ir(new_body, *b_consts, *vals)
         return [ew.select_n(broadcast_in_dim(running, v.shape, (0,)), v, nv)
-                for v, nv in zip(vals, new_vals)]
+                for v, nv in zip(vals, new_vals, strict=False)]
 
     cond2, cond2_consts = hoist_consts(trace_to_ir(any_lane, [aval_of(c) for c in cc]
                                                    + carry_avals, name="while_cond"))
@@ -772,7 +772,7 @@ def _while_partial_eval(trace, args, params):
     body_ir = params["body_ir"]
     while True:
         out_uk = partial_eval_ir(body_ir, bc_uk + carry_uk, instantiate=carry_uk)[2]
-        new = [a or b for a, b in zip(carry_uk, out_uk)]
+        new = [a or b for a, b in zip(carry_uk, out_uk, strict=False)]
         if new == carry_uk:
             break
         carry_uk = new
@@ -838,7 +838,7 @@ def fori_loop(lower, upper, body_fun, init_val):
 def _lower_cond(ctx, args, in_avals, out_avals, *, branches):
     index, operands = args[0], args[1:]
     op = ctx.op("stablehlo.case", [index], out_avals, regions=len(branches))
-    for region, branch in zip(op.regions, branches):
+    for region, branch in zip(op.regions, branches, strict=False):
         block = region.blocks.append()
         with ctx.ir.InsertionPoint(block):
             outs = ctx.lower_ir(branch, list(operands))
@@ -939,7 +939,7 @@ def _lower_scan(ctx, args, in_avals, out_avals, *, body, num_consts, num_carry, 
         for k in range(unroll):
             t = step_index(i, k)
             x_t = []
-            for x, a in zip(xs_v, x_avals):
+            for x, a in zip(xs_v, x_avals, strict=False):
                 piece = ctx.op1("stablehlo.dynamic_slice", [x, t] + [zero] * (a.ndim - 1),
                                 ShapedArray((1, *a.shape[1:]), a.dtype),
                                 {"slice_sizes": ctx.i64_array((1, *a.shape[1:]))})
@@ -948,7 +948,7 @@ def _lower_scan(ctx, args, in_avals, out_avals, *, body, num_consts, num_carry, 
             outs = ctx.lower_ir(body, c + carry_v + x_t)
             carry_v, y_t = outs[:num_carry], outs[num_carry:]
             new_ys = []
-            for acc, y, a in zip(ys_v, y_t, y_avals):
+            for acc, y, a in zip(ys_v, y_t, y_avals, strict=False):
                 y1 = ctx.op1("stablehlo.reshape", [y], ShapedArray((1, *a.shape[1:]), a.dtype))
                 new_ys.append(ctx.op1("stablehlo.dynamic_update_slice",
                                       [acc, y1, t] + [zero] * (a.ndim - 1), a))

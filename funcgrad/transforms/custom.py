@@ -156,7 +156,7 @@ class custom_jvp:  # noqa: N801  (JAX's name)
         def jvp(primals, tangents):
             out = self.fun(*primals)
             total = None
-            for rule, t in zip(partials, tangents):
+            for rule, t in zip(partials, tangents, strict=False):
                 if rule is None:
                     continue
                 term = rule(t, out, *primals)
@@ -195,16 +195,16 @@ class custom_jvp:  # noqa: N801  (JAX's name)
 def _custom_jvp_call_jvp(primals, tangents, *, call, jvp, num_consts):
     args = list(primals[num_consts:])
     arg_tangents = [zeros_for(aval_of(a).strip_weak()) if t is None else t
-                    for a, t in zip(args, tangents[num_consts:])]
+                    for a, t in zip(args, tangents[num_consts:], strict=False)]
     outs, out_tangents = jvp(args, arg_tangents)
     return outs, [t if dtypes.is_inexact(aval_of(o).dtype) else None
-                  for o, t in zip(outs, out_tangents)]
+                  for o, t in zip(outs, out_tangents, strict=False)]
 
 
 def _custom_jvp_call_batch(axis_size, args, dims, *, call, jvp, num_consts):
     from funcgrad.transforms.batching import vmap
 
-    moved = [_to_front(a, d, axis_size) if d is not None else a for a, d in zip(args, dims)]
+    moved = [_to_front(a, d, axis_size) if d is not None else a for a, d in zip(args, dims, strict=False)]
     batched = [d is not None for d in dims]
     new_call, _ = batch_ir(call, axis_size, batched, instantiate=True)
     arg_axes = [0 if b else None for b in batched[num_consts:]]
@@ -282,7 +282,7 @@ class custom_vjp:  # noqa: N801  (JAX's name)
                 raise TypeError(f"custom_vjp bwd must return a tuple with one cotangent per "
                                 f"differentiable argument ({len(diff)}), got {in_cts!r:.80}")
             flat_cts = []
-            for arg, ct_arg in zip(diff, in_cts):
+            for arg, ct_arg in zip(diff, in_cts, strict=False):
                 arg_leaves, arg_tree = tree_flatten(arg)
                 if ct_arg is None:
                     flat_cts += [None] * len(arg_leaves)
@@ -303,17 +303,17 @@ def _custom_vjp_call_jvp(primals, tangents, *, call, fwd, bwd, num_consts):
     args = list(primals[num_consts:])
     outs, res, res_tree = fwd(args)
     arg_tangents = [zeros_for(aval_of(a).strip_weak()) if t is None else t
-                    for a, t in zip(args, tangents[num_consts:])]
+                    for a, t in zip(args, tangents[num_consts:], strict=False)]
     out_avals = tuple(aval_of(o).strip_weak() for o in outs)
     lin = custom_lin_p.bind(*res, *arg_tangents, num_res=len(res), bwd=bwd, res_tree=res_tree,
                             out_avals=out_avals)
-    return outs, [t if dtypes.is_inexact(a.dtype) else None for t, a in zip(lin, out_avals)]
+    return outs, [t if dtypes.is_inexact(a.dtype) else None for t, a in zip(lin, out_avals, strict=False)]
 
 
 def _custom_vjp_call_batch(axis_size, args, dims, *, call, fwd, bwd, num_consts):
     from funcgrad.transforms.batching import vmap
 
-    moved = [_to_front(a, d, axis_size) for a, d in zip(args, dims)]
+    moved = [_to_front(a, d, axis_size) for a, d in zip(args, dims, strict=False)]
     new_call, _ = batch_ir(call, axis_size, [True] * len(args), instantiate=True)
     store = {}
 
@@ -346,7 +346,7 @@ def _custom_lin_impl(*args, **params):
 
 def _custom_lin_transpose(cts, *args, num_res, bwd, res_tree, out_avals):
     res = list(args[:num_res])
-    cts = [zeros_for(a) if c is None else c for c, a in zip(cts, out_avals)]
+    cts = [zeros_for(a) if c is None else c for c, a in zip(cts, out_avals, strict=False)]
     in_cts = bwd(res_tree, res, cts)
     return [None] * num_res + list(in_cts)
 
@@ -354,7 +354,7 @@ def _custom_lin_transpose(cts, *args, num_res, bwd, res_tree, out_avals):
 def _custom_lin_batch(axis_size, args, dims, *, num_res, bwd, res_tree, out_avals):
     from funcgrad.transforms.batching import vmap
 
-    moved = [_to_front(a, d, axis_size) for a, d in zip(args, dims)]
+    moved = [_to_front(a, d, axis_size) for a, d in zip(args, dims, strict=False)]
 
     def batched_bwd(tree, res, cts):
         return vmap(lambda r, c: bwd(tree, list(r), list(c)))(list(res), list(cts))
@@ -369,7 +369,7 @@ custom_lin_p.abstract_eval = lambda *args, out_avals, **_: list(out_avals)
 custom_lin_p.jvp = lambda primals, tangents, **p: (custom_lin_p.bind(*primals, **p),
                                                    custom_lin_p.bind(*[
                                                        zeros_for(aval_of(x)) if t is None else t
-                                                       for x, t in zip(primals, tangents)], **p))
+                                                       for x, t in zip(primals, tangents, strict=False)], **p))
 custom_lin_p.transpose = _custom_lin_transpose
 custom_lin_p.batch = _custom_lin_batch
 
@@ -415,7 +415,7 @@ def _checkpoint_jvp(primals, tangents, *, call):
 
 
 def _checkpoint_batch(axis_size, args, dims, *, call):
-    moved = [_to_front(a, d, axis_size) if d is not None else a for a, d in zip(args, dims)]
+    moved = [_to_front(a, d, axis_size) if d is not None else a for a, d in zip(args, dims, strict=False)]
     new, out_batched = batch_ir(call, axis_size, [d is not None for d in dims],
                                 instantiate=False)
     outs = checkpoint_p.bind(*moved, call=new)
@@ -427,14 +427,14 @@ def _checkpoint_partial_eval(trace, args, params):
     unknowns = [trace.is_own(a) for a in args]
     (known_ir, known_consts), _, out_unknowns, sources = partial_eval_ir(call, unknowns)
     n_known = out_unknowns.count(False)
-    known_args = [a for a, u in zip(args, unknowns) if not u]
+    known_args = [a for a, u in zip(args, unknowns, strict=False) if not u]
     with _interp.using(trace.parent):
         known_outs = eval_ir(known_ir, *known_consts, *known_args)[:n_known]
     # the recorded part recomputes from the inputs instead of saving intermediates
     from funcgrad.transforms.control_flow import _select_outputs
 
     recompute = _select_outputs(call, out_unknowns)
-    unknown_avals = [a.strip_weak() for a, u in zip(call.out_avals, out_unknowns) if u]
+    unknown_avals = [a.strip_weak() for a, u in zip(call.out_avals, out_unknowns, strict=False) if u]
     unknown_outs = trace.stage(checkpoint_p, list(args), dict(call=recompute), unknown_avals)
     known_it, unknown_it = iter(known_outs), iter(unknown_outs)
     return [next(unknown_it) if u else next(known_it) for u in out_unknowns]
@@ -442,7 +442,7 @@ def _checkpoint_partial_eval(trace, args, params):
 
 def _checkpoint_transpose(cts, *args, call):
     linear = [isinstance(a, UndefinedPrimal) for a in args]
-    cts = [zeros_for(a.strip_weak()) if c is None else c for c, a in zip(cts, call.out_avals)]
+    cts = [zeros_for(a.strip_weak()) if c is None else c for c, a in zip(cts, call.out_avals, strict=False)]
     t_ir = transpose_ir(call, linear)
     res = [a for a in args if not isinstance(a, UndefinedPrimal)]
     outs = iter(eval_ir(t_ir, *res, *cts))

@@ -32,7 +32,7 @@ def jvp_ir(ir: IR, nonzero, instantiate=True):
 
     nonzero = list(nonzero)
     n = len(ir.in_vars)
-    tangent_avals = [v.aval.strip_weak() for v, nz in zip(ir.in_vars, nonzero) if nz]
+    tangent_avals = [v.aval.strip_weak() for v, nz in zip(ir.in_vars, nonzero, strict=False) if nz]
     out_nonzero = []
     instantiate = _expand(instantiate, len(ir.outputs))
 
@@ -40,9 +40,9 @@ def jvp_ir(ir: IR, nonzero, instantiate=True):
         primals, it = list(args[:n]), iter(args[n:])
         tangents = [next(it) if nz else None for nz in nonzero]
         outs, out_tangents = _jvp_flat(lambda *xs: eval_ir(ir, *xs), primals, tangents)
-        out_nonzero[:] = [t is not None or inst for t, inst in zip(out_tangents, instantiate)]
+        out_nonzero[:] = [t is not None or inst for t, inst in zip(out_tangents, instantiate, strict=False)]
         filled = [zeros_for(o.aval.strip_weak()) if t is None else t
-                  for o, t, keep in zip(outs, out_tangents, out_nonzero) if keep]
+                  for o, t, keep in zip(outs, out_tangents, out_nonzero, strict=False) if keep]
         return list(outs) + filled
 
     new_ir = trace_to_ir(fun, [v.aval for v in ir.in_vars] + tangent_avals, name="jvp")
@@ -59,20 +59,20 @@ def batch_ir(ir: IR, axis_size: int, batched, instantiate=True):
     instantiate = _expand(instantiate, len(ir.outputs))
     out_batched = []
     in_avals = [ShapedArray((axis_size, *v.aval.shape), v.aval.dtype, v.aval.weak_type) if b
-                else v.aval for v, b in zip(ir.in_vars, batched)]
+                else v.aval for v, b in zip(ir.in_vars, batched, strict=False)]
 
     def fun(*args):
         interp = BatchInterpreter(_interp.current(), axis_size)
         try:
             with _interp.using(interp):
-                ins = [interp.lift(a, 0 if b else None) for a, b in zip(args, batched)]
+                ins = [interp.lift(a, 0 if b else None) for a, b in zip(args, batched, strict=False)]
                 outs = eval_ir(ir, *ins)
             pairs = [interp.unpack(o) for o in outs]
         finally:
             interp.active = False
         results = []
         out_batched[:] = []
-        for (value, dim), inst in zip(pairs, instantiate):
+        for (value, dim), inst in zip(pairs, instantiate, strict=False):
             if dim is None and inst:
                 value = broadcast_in_dim(value, (axis_size, *value.shape),
                                          tuple(range(1, value.ndim + 1)))
@@ -102,9 +102,9 @@ def partial_eval_ir(ir: IR, unknowns, instantiate=False):
     unknowns = list(unknowns)
     instantiate = _expand(instantiate, len(ir.outputs))
     known_tracer = TraceInterpreter(_interp.current(), name="partial_eval")
-    known_args = [known_tracer.new_arg(v.aval) for v, u in zip(ir.in_vars, unknowns) if not u]
+    known_args = [known_tracer.new_arg(v.aval) for v, u in zip(ir.in_vars, unknowns, strict=False) if not u]
     unknown_tracer = TraceInterpreter(known_tracer, stage_all=False, name="partial_eval")
-    unknown_args = [unknown_tracer.new_arg(v.aval) for v, u in zip(ir.in_vars, unknowns) if u]
+    unknown_args = [unknown_tracer.new_arg(v.aval) for v, u in zip(ir.in_vars, unknowns, strict=False) if u]
     known_it, unknown_it = iter(known_args), iter(unknown_args)
     merged = [next(unknown_it) if u else next(known_it) for u in unknowns]
     try:
@@ -113,12 +113,12 @@ def partial_eval_ir(ir: IR, unknowns, instantiate=False):
     except BaseException:
         known_tracer.active = unknown_tracer.active = False
         raise
-    out_unknowns = [unknown_tracer.is_own(o) or inst for o, inst in zip(outs, instantiate)]
-    unknown_ir = unknown_tracer.build(unknown_args, [o for o, u in zip(outs, out_unknowns) if u])
+    out_unknowns = [unknown_tracer.is_own(o) or inst for o, inst in zip(outs, instantiate, strict=False)]
+    unknown_ir = unknown_tracer.build(unknown_args, [o for o, u in zip(outs, out_unknowns, strict=False) if u])
     residuals = list(unknown_ir.consts)
     unknown_ir = IR(unknown_ir.const_vars + unknown_ir.in_vars, unknown_ir.equations,
                     unknown_ir.outputs)
-    known_outs = [o for o, u in zip(outs, out_unknowns) if not u]
+    known_outs = [o for o, u in zip(outs, out_unknowns, strict=False) if not u]
     sources = []
     for r in residuals:
         match = next((i for i, a in enumerate(known_args) if a is r), None)
@@ -133,16 +133,16 @@ def transpose_ir(ir: IR, linear):
     from funcgrad.transforms.ad import backward_pass, zeros_for
 
     linear = list(linear)
-    nonlinear_avals = [v.aval for v, lin in zip(ir.in_vars, linear) if not lin]
+    nonlinear_avals = [v.aval for v, lin in zip(ir.in_vars, linear, strict=False) if not lin]
     ct_avals = [v.aval.strip_weak() for v in ir.outputs]
 
     def fun(*args):
         res, cts = list(args[:len(nonlinear_avals)]), list(args[len(nonlinear_avals):])
         it = iter(res)
         inputs = [UndefinedPrimal(v.aval) if lin else next(it) for v, lin in zip(ir.in_vars,
-                                                                                linear)]
+                                                                                linear, strict=False)]
         in_cts = backward_pass(ir, cts, inputs)
         return [zeros_for(v.aval.strip_weak()) if ct is None else ct
-                for v, ct, lin in zip(ir.in_vars, in_cts, linear) if lin]
+                for v, ct, lin in zip(ir.in_vars, in_cts, linear, strict=False) if lin]
 
     return trace_to_ir(fun, nonlinear_avals + ct_avals, name="transpose")

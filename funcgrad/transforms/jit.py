@@ -83,11 +83,10 @@ def executable_for(program: IR):
     exe = getattr(program, "_executable", None)
     if exe is not None:
         return exe
+    from funcgrad.lowering import compiler
     from funcgrad.lowering.compiler import compile_module, session_for
     from funcgrad.lowering.mlir import lower_module
     from funcgrad.lowering.runtime import Executable
-
-    from funcgrad.lowering import compiler
 
     # keyed by the IR itself first: a disk-cache hit then needs no compiler session and
     # no MLIR (creating them is most of a warm first call)
@@ -145,8 +144,7 @@ def _source_fingerprint() -> str:
 
 def compile_artifact(program: IR, target: str, arch: str | None = None) -> bytes:
     """The IREE module (VM flatbuffer bytes) of ``program`` for another target."""
-    from funcgrad.lowering.compiler import attach_device_target, compile_module, \
-        session_for_target
+    from funcgrad.lowering.compiler import attach_device_target, compile_module, session_for_target
     from funcgrad.lowering.mlir import lower_module
 
     holder = session_for_target(target, arch)
@@ -239,7 +237,7 @@ def _jit_jvp(primals, tangents, *, program, name):
 def _jit_batch(axis_size, args, dims, *, program, name):
     from funcgrad.core.prims.structural import moveaxis
 
-    moved = [a if d is None else (a if d == 0 else moveaxis(a, d, 0)) for a, d in zip(args, dims)]
+    moved = [a if d is None else (a if d == 0 else moveaxis(a, d, 0)) for a, d in zip(args, dims, strict=False)]
     new, out_batched = batch_ir(program, axis_size, [d is not None for d in dims],
                                 instantiate=False)
     new = _closed(new, f"vmap_{name}")
@@ -252,14 +250,14 @@ def _jit_partial_eval(trace, args, params):
     unknowns = [trace.is_own(a) for a in args]
     (known_ir, known_consts), unknown_ir, out_unknowns, _ = partial_eval_ir(program, unknowns)
     n_known = out_unknowns.count(False)
-    known_args = [a for a, u in zip(args, unknowns) if not u]
+    known_args = [a for a, u in zip(args, unknowns, strict=False) if not u]
     known = _Closed(known_ir, [], f"{name}_known")
     with _interp.using(trace.parent):
         known_results = jit_p.bind(*known_consts, *known_args, program=known.program,
                                    name=known.name)
     known_outs, residuals = known_results[:n_known], known_results[n_known:]
-    unknown_args = [a for a, u in zip(args, unknowns) if u]
-    unknown_avals = [v.aval.strip_weak() for v, u in zip(program.outputs, out_unknowns) if u]
+    unknown_args = [a for a, u in zip(args, unknowns, strict=False) if u]
+    unknown_avals = [v.aval.strip_weak() for v, u in zip(program.outputs, out_unknowns, strict=False) if u]
     unknown_outs = trace.stage(jit_p, [*residuals, *unknown_args],
                                dict(program=unknown_ir, name=f"{name}_lin"), unknown_avals)
     known_it, unknown_it = iter(known_outs), iter(unknown_outs)
@@ -269,7 +267,7 @@ def _jit_partial_eval(trace, args, params):
 def _jit_transpose(cts, *args, program, name):
     linear = [isinstance(a, UndefinedPrimal) for a in args]
     cts = [zeros_for(v.aval.strip_weak()) if c is None else c
-           for c, v in zip(cts, program.outputs)]
+           for c, v in zip(cts, program.outputs, strict=False)]
     new = _closed(transpose_ir(program, linear), f"transpose_{name}")
     res = [a for a in args if not isinstance(a, UndefinedPrimal)]
     outs = iter(jit_p.bind(*new.consts, *res, *cts, program=new.program, name=new.name))
@@ -521,7 +519,7 @@ def _why_retrace(old, new, tree_value) -> str:
     if old_tree != new_tree:
         return f"the argument tree structure changed: {old_tree} -> {new_tree}"
     paths = optree.tree_paths(tree_value, namespace="funcgrad")
-    for path, a, b in zip(paths, old_avals, new_avals):
+    for path, a, b in zip(paths, old_avals, new_avals, strict=False):
         if a != b:
             where = "".join(f"[{p!r}]" for p in path[1:]) or "argument"
             what = "shape" if a[0] != b[0] else "dtype" if a[1] != b[1] else "weak type"

@@ -28,12 +28,12 @@ def _dot_rule(lhs, rhs, *, dimension_numbers, preferred_element_type=None):
     for name, x, axes in (("lhs", lhs, lc + lb), ("rhs", rhs, rc + rb)):
         if any(not 0 <= a < x.ndim for a in axes) or len(set(axes)) != len(axes):
             raise ValueError(f"dot_general: {name} axes {axes} invalid for shape {x.shape}")
-    for a, b in zip(lc, rc):
+    for a, b in zip(lc, rc, strict=False):
         if lhs.shape[a] != rhs.shape[b]:
             raise ValueError(f"dot_general: shapes {lhs.shape} and {rhs.shape} do not align: "
                              f"contracting axis {a} has size {lhs.shape[a]}, axis {b} has "
                              f"{rhs.shape[b]} ({lhs.shape[a]} != {rhs.shape[b]})")
-    for a, b in zip(lb, rb):
+    for a, b in zip(lb, rb, strict=False):
         if lhs.shape[a] != rhs.shape[b]:
             raise ValueError(f"dot_general: batch axes of shapes {lhs.shape} and {rhs.shape} "
                              f"differ ({lhs.shape[a]} != {rhs.shape[b]})")
@@ -63,7 +63,7 @@ def _dot_impl(lhs, rhs, *, dimension_numbers, preferred_element_type=None):
         letters = iter("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
         lhs_names = [next(letters) for _ in range(lhs.ndim)]
         rhs_names = [next(letters) for _ in range(rhs.ndim)]
-        for a, b in zip(lb + lc, rb + rc):
+        for a, b in zip(lb + lc, rb + rc, strict=False):
             rhs_names[b] = lhs_names[a]
         out_names = ([lhs_names[a] for a in lb] + [lhs_names[a] for a in lf]
                      + [rhs_names[a] for a in rf])

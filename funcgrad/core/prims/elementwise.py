@@ -9,7 +9,6 @@ from __future__ import annotations
 
 # ruff: noqa: F821  (the op wrappers used in rules, sin/cos/exp/..., are generated from the
 # tables below by _export_wrappers)
-
 import math
 
 import numpy as np
@@ -78,7 +77,7 @@ def _elementwise_batch(prim):
 
         target = next(d for d in dims if d is not None)
         moved = []
-        for x, d in zip(args, dims):
+        for x, d in zip(args, dims, strict=False):
             if d is None:
                 shape = list(x.shape)
                 shape.insert(target, axis_size)
@@ -115,7 +114,7 @@ def _jvp_from_partials(prim, partials):
     def jvp(primals, tangents, **params):
         out = prim.bind(*primals, **params)
         total = None
-        for rule, g in zip(partials, tangents):
+        for rule, g in zip(partials, tangents, strict=False):
             if g is None or rule is None:
                 continue
             term = rule(g, *primals, out)
@@ -510,7 +509,7 @@ def _select_n_jvp(primals, tangents, **params):
     case_tangents = tangents[1:]
     if all(t is None for t in case_tangents):
         return out, None
-    filled = [zeros_like_value(c) if t is None else t for c, t in zip(cases, case_tangents)]
+    filled = [zeros_like_value(c) if t is None else t for c, t in zip(cases, case_tangents, strict=False)]
     return out, select_n(which, *filled)
 
 
@@ -536,7 +535,7 @@ def _select_n_batch(axis_size, args, dims):
         cases = _elementwise_batch(_PseudoSelect(which))(axis_size, args[1:], dims[1:])
         return cases
     case_shape = next(a.shape if d is None else a.shape[:d] + a.shape[d + 1:]
-                      for a, d in zip(args[1:], dims[1:]))
+                      for a, d in zip(args[1:], dims[1:], strict=False))
     if wdim is not None and which.ndim == 1 and case_shape:
         # a batched scalar selector (shape (B,)) must broadcast to the case shape first
         from funcgrad.core.prims.structural import broadcast_in_dim

@@ -194,7 +194,7 @@ def _fft_via_dft(x, *, fft_type, fft_lengths):
         return _along(axis, lambda a, b: _complex_matmul_last(a, b, wr, wi), xr, xi)
 
     if fft_type in (FFT, IFFT):
-        for axis, n in zip(axes, fft_lengths):
+        for axis, n in zip(axes, fft_lengths, strict=False):
             xr, xi = full_transform(axis, n, fft_type == IFFT)
         return ew.complex_(xr, xi)
     if fft_type == RFFT:
@@ -202,12 +202,12 @@ def _fft_via_dft(x, *, fft_type, fft_lengths):
         wr, wi = _dft_matrix(n, False, real_dtype)
         xr, xi = _along(axes[-1], lambda a, b: _complex_matmul_last(
             a, None, wr[:, :n // 2 + 1], wi[:, :n // 2 + 1]), xr, None)
-        for axis, n in zip(axes[:-1], fft_lengths[:-1]):
+        for axis, n in zip(axes[:-1], fft_lengths[:-1], strict=False):
             xr, xi = full_transform(axis, n, False)
         return ew.complex_(xr, xi)
     # IRFFT: inverse transforms over the leading axes, then the Hermitian half -> real:
     # x[t] = Re(sum_k w_k X[k] e^{2 pi i k t / n}) / n, w_k = 2 except the self-paired bins
-    for axis, n in zip(axes[:-1], fft_lengths[:-1]):
+    for axis, n in zip(axes[:-1], fft_lengths[:-1], strict=False):
         xr, xi = full_transform(axis, n, True)
     n = fft_lengths[-1]
     half = n // 2 + 1

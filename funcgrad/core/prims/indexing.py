@@ -139,7 +139,7 @@ def _scatter_impl(operand, indices, updates, *, axes, mode):
     moved = np.moveaxis(out, axes, tuple(range(k)))
     idx = _index_tuple(operand.shape, indices, axes, clamp=False)
     valid = np.ones(indices.shape[:-1], dtype=bool)
-    for col, a in zip(idx, axes):
+    for col, a in zip(idx, axes, strict=False):
         valid &= (col >= 0) & (col < operand.shape[a])
     if not valid.all():
         idx = tuple(col[valid] for col in idx)
@@ -298,7 +298,7 @@ def dynamic_slice(x, start_indices, slice_sizes):
     sizes = tuple(int(s) for s in slice_sizes)
     grid = index_grid(sizes)
     starts = []
-    for s, size, n in zip(start_indices, x.shape, sizes):
+    for s, size, n in zip(start_indices, x.shape, sizes, strict=False):
         s = ew.convert_element_type(_as_tensor(s), dtypes.int32)
         s = ew.max(ew.min(s, _scalar(size - n)), _scalar(0))
         starts.append(reshape(s, (1,)))
@@ -310,7 +310,7 @@ def dynamic_update_slice(x, update, start_indices):
     """``x`` with ``update`` written at the traced ``start_indices`` (clamped to fit)."""
     grid = index_grid(update.shape)
     starts = []
-    for s, size, n in zip(start_indices, x.shape, update.shape):
+    for s, size, n in zip(start_indices, x.shape, update.shape, strict=False):
         s = ew.convert_element_type(_as_tensor(s), dtypes.int32)
         s = ew.max(ew.min(s, _scalar(size - n)), _scalar(0))
         starts.append(reshape(s, (1,)))

@@ -47,7 +47,7 @@ def _sort_jvp(primals, tangents, *, dimension, num_keys):
 
 def _sort_batch(axis_size, args, dims, *, dimension, num_keys):
     moved = []
-    for x, d in zip(args, dims):
+    for x, d in zip(args, dims, strict=False):
         if d is None:
             x = broadcast_in_dim(x, (axis_size, *x.shape), tuple(range(1, x.ndim + 1)))
         elif d != 0:

@@ -186,7 +186,7 @@ def _slice_rule(x, *, start_indices, limit_indices, strides):
         raise ValueError(f"slice: operand of rank {x.ndim} needs {x.ndim} start, limit and "
                          "stride values")
     shape = []
-    for size, lo, hi, st in zip(x.shape, start_indices, limit_indices, strides):
+    for size, lo, hi, st in zip(x.shape, start_indices, limit_indices, strides, strict=False):
         if not (0 <= lo <= hi <= size) or st < 1:
             raise ValueError(f"slice: bounds start={start_indices} limit={limit_indices} "
                              f"strides={strides} out of range for shape {x.shape}")
@@ -196,7 +196,7 @@ def _slice_rule(x, *, start_indices, limit_indices, strides):
 
 def _slice_impl(x, *, start_indices, limit_indices, strides):
     return x[tuple(slice(lo, hi, st) for lo, hi, st in zip(start_indices, limit_indices,
-                                                             strides))]
+                                                             strides, strict=False))]
 
 
 def _slice_transpose(ct, x, *, start_indices, limit_indices, strides):
@@ -205,7 +205,7 @@ def _slice_transpose(ct, x, *, start_indices, limit_indices, strides):
     shape = x.aval.shape
     out_shape = ct.shape
     config = []
-    for size, lo, st, n in zip(shape, start_indices, strides, out_shape):
+    for size, lo, st, n in zip(shape, start_indices, strides, out_shape, strict=False):
         used = lo + (n - 1) * st + 1 if n else lo
         config.append((lo, size - used, st - 1) if n else (size, 0, 0))
     zero = np.zeros((), ct.dtype)
@@ -248,7 +248,7 @@ def _pad_rule(x, value, *, padding_config):
         raise TypeError(f"pad: padding value must be a scalar of dtype {x.dtype.name}, got "
                         f"{value.dtype.name}{list(value.shape)}")
     shape = []
-    for size, (lo, hi, interior) in zip(x.shape, padding_config):
+    for size, (lo, hi, interior) in zip(x.shape, padding_config, strict=False):
         if interior < 0:
             raise ValueError("pad: interior padding must be non-negative")
         n = lo + hi + size + max(size - 1, 0) * interior
@@ -261,14 +261,14 @@ def _pad_rule(x, value, *, padding_config):
 
 def _pad_impl(x, value, *, padding_config):
     grown = [max(lo, 0) + max(hi, 0) + size + max(size - 1, 0) * interior
-             for size, (lo, hi, interior) in zip(x.shape, padding_config)]
+             for size, (lo, hi, interior) in zip(x.shape, padding_config, strict=False)]
     out = np.full(grown, value, dtype=x.dtype)
     inner = tuple(slice(max(lo, 0), max(lo, 0) + (size - 1) * (interior + 1) + 1 if size else
                         max(lo, 0), interior + 1)
-                  for size, (lo, hi, interior) in zip(x.shape, padding_config))
+                  for size, (lo, hi, interior) in zip(x.shape, padding_config, strict=False))
     out[inner] = x
     crop = tuple(slice(-min(lo, 0), n + min(hi, 0)) for n, (lo, hi, _) in
-                 zip(grown, padding_config))
+                 zip(grown, padding_config, strict=False))
     return out[crop]
 
 
@@ -295,7 +295,7 @@ def _pad_transpose(ct, x, value, *, padding_config):
     starts = tuple(max(lo, 0) for lo, _, _ in padding_config)
     sizes = x.aval.shape if is_undefined(x) else x.shape
     limits = tuple(s + (n - 1) * (i + 1) + 1 if n else s for s, n, (_, _, i) in
-                   zip(starts, sizes, padding_config))
+                   zip(starts, sizes, padding_config, strict=False))
     strides = tuple(i + 1 for _, _, i in padding_config)
     ct_x = slice_(full, starts, limits, strides) if is_undefined(x) else None
     ct_value = None
@@ -367,7 +367,7 @@ def _concatenate_jvp(primals, tangents, *, dimension):
     out = concatenate(primals, dimension)
     if all(t is None for t in tangents):
         return out, None
-    filled = [zeros_like(p) if t is None else t for p, t in zip(primals, tangents)]
+    filled = [zeros_like(p) if t is None else t for p, t in zip(primals, tangents, strict=False)]
     return out, concatenate(filled, dimension)
 
 
@@ -389,7 +389,7 @@ def _concatenate_transpose(ct, *xs, dimension):
 
 def _concatenate_batch(axis_size, args, dims, *, dimension):
     moved = []
-    for x, d in zip(args, dims):
+    for x, d in zip(args, dims, strict=False):
         if d is None:
             x = broadcast_in_dim(x, (axis_size, *x.shape), tuple(range(1, x.ndim + 1)))
         else:
