@@ -296,26 +296,26 @@ def take_along_axis(x, idx, axis: int):
 def dynamic_slice(x, start_indices, slice_sizes):
     """``x[s0:s0+n0, s1:s1+n1, ...]`` for traced starts (clamped so the slice fits)."""
     sizes = tuple(int(s) for s in slice_sizes)
-    grid = index_grid(sizes)
-    starts = []
-    for s, size, n in zip(start_indices, x.shape, sizes, strict=False):
-        s = ew.convert_element_type(_as_tensor(s), dtypes.int32)
-        s = ew.max(ew.min(s, _scalar(size - n)), _scalar(0))
-        starts.append(reshape(s, (1,)))
-    offset = broadcast_in_dim(concatenate(starts, 0), grid.shape, (grid.ndim - 1,))
-    return gather(x, ew.add(grid, offset), tuple(range(x.ndim)))
+    return gather(x, _window_indices(x.shape, start_indices, sizes), tuple(range(x.ndim)))
 
 
 def dynamic_update_slice(x, update, start_indices):
     """``x`` with ``update`` written at the traced ``start_indices`` (clamped to fit)."""
-    grid = index_grid(update.shape)
+    indices = _window_indices(x.shape, start_indices, update.shape)
+    return scatter(x, indices, update, tuple(range(x.ndim)), "set")
+
+
+def _window_indices(shape, start_indices, sizes):
+    """The positions of a ``sizes`` window of ``shape`` at the (clamped) starts, as an int
+    tensor of shape ``(*sizes, len(shape))``."""
+    grid = index_grid(sizes)
     starts = []
-    for s, size, n in zip(start_indices, x.shape, update.shape, strict=False):
+    for s, size, n in zip(start_indices, shape, sizes, strict=False):
         s = ew.convert_element_type(_as_tensor(s), dtypes.int32)
         s = ew.max(ew.min(s, _scalar(size - n)), _scalar(0))
         starts.append(reshape(s, (1,)))
     offset = broadcast_in_dim(concatenate(starts, 0), grid.shape, (grid.ndim - 1,))
-    return scatter(x, ew.add(grid, offset), update, tuple(range(x.ndim)), "set")
+    return ew.add(grid, offset)
 
 
 def _scalar(v):
