@@ -836,12 +836,20 @@ def fori_loop(lower, upper, body_fun, init_val):
 
 
 def _lower_cond(ctx, args, in_avals, out_avals, *, branches):
+    """A stablehlo.case.  Each branch returns its values through an optimization barrier:
+    without it IREE 3.13 mis-schedules the buffers of a case whose branches return values
+    made outside it (a ``lambda s: s`` branch) or constants, and the module fails at run
+    time ("ref is null" in hal.buffer_view.create, or "indirect buffer reference ... out
+    of range"; the zoom line search of funcgrad/optim/lbfgs.py hit both)."""
     index, operands = args[0], args[1:]
     op = ctx.op("stablehlo.case", [index], out_avals, regions=len(branches))
+    result_avals = [a.strip_weak() for a in out_avals]
     for region, branch in zip(op.regions, branches, strict=False):
         block = region.blocks.append()
         with ctx.ir.InsertionPoint(block):
             outs = ctx.lower_ir(branch, list(operands))
+            if outs:
+                outs = ctx.op("stablehlo.optimization_barrier", outs, result_avals)
             ctx.op("stablehlo.return", outs, [])
     return list(op.results)
 
@@ -901,6 +909,10 @@ _SCAN_UNROLL_BUDGET = 512
 
 
 def _unroll_factor(length: int, body: IR) -> int:
+    if any(eqn.prim is cond_p for eqn in body.equations):
+        # IREE 3.13 fails to compile (stream "failed to solve for usage analysis") or to
+        # run a long chain of stablehlo.case ops in one loop iteration: one step each.
+        return 1
     limit = max(1, min(_SCAN_MAX_UNROLL, _SCAN_UNROLL_BUDGET // max(len(body.equations), 1),
                        max(length, 1)))
     return max(u for u in range(1, limit + 1) if length % u == 0)

@@ -122,11 +122,6 @@ def test_jit_lbfgs_plain_step_equals_eager():
     np.testing.assert_allclose(np.asarray(x), np.asarray(x_eager), rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.xfail(raises=ValueError, strict=True,
-                   reason="known failure: the compiled line search stops in IREE 3.13's "
-                          "run-time ('ref is null' in hal.buffer_view.create); eager L-BFGS "
-                          "with its line search works (tests above). When this starts "
-                          "passing, remove the mark and the note in docs/optimizers.md.")
 def test_jit_lbfgs_step_with_line_search():
     opt = optim.lbfgs()
 
