@@ -333,15 +333,22 @@ def _as_tensor(v):
 # --- MLIR lowering ------------------------------------------------------------------------------
 
 
-def _lower_gather(ctx, args, in_avals, out_avals, *, axes):
-    operand, indices = in_avals
+def _dimension_lists(operand, indices, axes):
+    """The four lists both gather and scatter numbers are made of: the window dims (after
+    the index batch dims), the indexed axes sorted and in index order, the batch rank."""
     batch_rank = indices.ndim - 1
     rest = [d for d in range(operand.ndim) if d not in axes]
+    join = lambda xs: ", ".join(map(str, xs))  # noqa: E731
+    return (join(batch_rank + i for i in range(len(rest))), join(sorted(axes)), join(axes),
+            batch_rank)
+
+
+def _lower_gather(ctx, args, in_avals, out_avals, *, axes):
+    operand, indices = in_avals
+    window, collapsed, index_map, batch_rank = _dimension_lists(operand, indices, axes)
     numbers = ctx.attr(
-        "#stablehlo.gather<offset_dims = [{}], collapsed_slice_dims = [{}], "
-        "start_index_map = [{}], index_vector_dim = {}>".format(
-            ", ".join(str(batch_rank + i) for i in range(len(rest))),
-            ", ".join(map(str, sorted(axes))), ", ".join(map(str, axes)), batch_rank))
+        f"#stablehlo.gather<offset_dims = [{window}], collapsed_slice_dims = [{collapsed}], "
+        f"start_index_map = [{index_map}], index_vector_dim = {batch_rank}>")
     sizes = [1 if d in axes else operand.shape[d] for d in range(operand.ndim)]
     return ctx.op("stablehlo.gather", args, out_avals, {
         "dimension_numbers": numbers, "slice_sizes": ctx.i64_array(sizes),
@@ -354,13 +361,11 @@ _SCATTER_COMBINE = {"add": "stablehlo.add", "mul": "stablehlo.multiply",
 
 def _lower_scatter(ctx, args, in_avals, out_avals, *, axes, mode):
     operand, indices, updates = in_avals
-    batch_rank = indices.ndim - 1
-    rest = [d for d in range(operand.ndim) if d not in axes]
+    window, inserted, index_map, batch_rank = _dimension_lists(operand, indices, axes)
     numbers = ctx.attr(
-        "#stablehlo.scatter<update_window_dims = [{}], inserted_window_dims = [{}], "
-        "scatter_dims_to_operand_dims = [{}], index_vector_dim = {}>".format(
-            ", ".join(str(batch_rank + i) for i in range(len(rest))),
-            ", ".join(map(str, sorted(axes))), ", ".join(map(str, axes)), batch_rank))
+        f"#stablehlo.scatter<update_window_dims = [{window}], inserted_window_dims = "
+        f"[{inserted}], scatter_dims_to_operand_dims = [{index_map}], "
+        f"index_vector_dim = {batch_rank}>")
     op = ctx.op("stablehlo.scatter", args, out_avals, {
         "scatter_dimension_numbers": numbers, "indices_are_sorted": ctx.bool_attr(False),
         "unique_indices": ctx.bool_attr(False)}, regions=1)
