@@ -336,15 +336,22 @@ def main(argv=None) -> int:
     steal1, wall1 = _steal_seconds(), time.perf_counter()
 
     print_table(rows)
+    finish(rows, args.json, (steal0, wall0), (steal1, wall1),
+           f"medians of {args.passes} interleaved passes")
+    return 0
+
+
+def finish(rows, json_path, start, end, what: str) -> None:
+    """The closing line (wall time, hypervisor steal) and the JSON lines, if asked for;
+    shared with benchmarks/transforms.py."""
+    (steal0, wall0), (steal1, wall1) = start, end
     if steal0 is not None:
         frac = (steal1 - steal0) / max(wall1 - wall0, 1e-9) / (os.cpu_count() or 1)
-        print(f"# {wall1 - wall0:.1f} s wall, hypervisor steal {frac:.1%} of CPU time; "
-              f"medians of {args.passes} interleaved passes")
-    if args.json:
-        with open(args.json, "a") as f:
+        print(f"# {wall1 - wall0:.1f} s wall, hypervisor steal {frac:.1%} of CPU time; {what}")
+    if json_path:
+        with open(json_path, "a") as f:
             for r in rows:
                 f.write(json.dumps(r) + "\n")
-    return 0
 
 
 if __name__ == "__main__":

@@ -65,7 +65,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from run import _interleaved, _steal_seconds, _timed_loop, machine_notes  # noqa: E402
+from run import _interleaved, _steal_seconds, _timed_loop, finish, machine_notes  # noqa: E402
 
 ALL_FRAMEWORKS = ("numpy", "funcgrad", "torch", "jax")
 EAGER_WORKLOADS = ("eager_pe_grads", "eager_hessian", "eager_rnn")
@@ -848,15 +848,9 @@ def main(argv=None) -> int:
     print_table(rows + errors)
     print(f"# load average after (1, 5, 15 min): "
           f"{' '.join(f'{v:.2f}' for v in os.getloadavg())}")
-    if steal0 is not None:
-        frac = (steal1 - steal0) / max(wall1 - wall0, 1e-9) / (os.cpu_count() or 1)
-        print(f"# {wall1 - wall0:.1f} s wall, hypervisor steal {frac:.1%} of CPU time; "
-              f"medians of {args.passes} interleaved passes "
-              f"(first_call: {args.first_call_passes} new-process pairs)")
-    if args.json:
-        with open(args.json, "a") as f:
-            for r in rows:
-                f.write(json.dumps(r) + "\n")
+    finish(rows, args.json, (steal0, wall0), (steal1, wall1),
+           f"medians of {args.passes} interleaved passes "
+           f"(first_call: {args.first_call_passes} new-process pairs)")
     return 0
 
 
