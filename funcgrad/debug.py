@@ -26,7 +26,7 @@ def print(fmt: str, *args, **kwargs) -> None:  # noqa: A001  (JAX's name)
     leaves, tree = tree_flatten((args, kwargs))
     leaves = [as_tensor(x) for x in leaves]
     if _interp.current() is _interp.EAGER and all(type(x) is Tensor for x in leaves):
-        _emit(fmt, tree, [np.asarray(x._buf) for x in leaves])
+        _emit(fmt, tree, [x._host() for x in leaves])
         return
     debug_print_p.bind(*leaves, fmt=fmt, tree=tree, batched=(False,) * len(leaves))
 

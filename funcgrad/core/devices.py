@@ -1,8 +1,9 @@
 """Devices: the CPU always, CUDA GPUs when CuPy sees one.
 
-A ``Device`` names where a Tensor's buffer lives.  Eager CPU tensors hold NumPy arrays;
-the GPU backend (CuPy eager arrays, IREE's cuda target) arrives with the jit work, so
-asking for ``cuda:N`` without a usable GPU raises a clear ``RuntimeError``.
+A ``Device`` names where a Tensor's buffer lives.  CPU tensors hold NumPy arrays, GPU
+tensors CuPy arrays (``funcgrad.core.gpu``); jit runs on IREE's ``local-*`` drivers or its
+``cuda`` driver accordingly.  Asking for ``cuda:N`` without a usable GPU raises a clear
+``RuntimeError``.
 """
 
 from __future__ import annotations
@@ -88,9 +89,3 @@ def device(spec: str | Device = "cpu") -> Device:
         raise ValueError(f"device {spec!r} does not exist: {count} CUDA device(s) visible; "
                          f"available devices: {', '.join(map(str, devices()))}")
     return Device("cuda", index)
-
-
-GPU_TENSORS_MISSING = (
-    "tensors on a GPU are not implemented yet (eager CuPy arrays and IREE's cuda driver are "
-    "planned); jit can already compile for NVIDIA GPUs: "
-    "fg.jit(f).lower(*args).compile(target='cuda', arch='sm_80')")

@@ -14,9 +14,13 @@ import threading
 
 import numpy as np
 
+from funcgrad.core import gpu
 from funcgrad.core.abstract import ShapedArray
 from funcgrad.core.config import config
 from funcgrad.core.tensor import Tensor, wrap
+
+
+_ndarray = np.ndarray
 
 
 class Interpreter:
@@ -58,18 +62,24 @@ class EagerInterpreter(Interpreter):
             return prim.impl(*args, **params)
         values = []
         weak = prim.keeps_weak
+        on_gpu = False
         for arg in args:
             if isinstance(arg, Tensor):
                 if type(arg) is not Tensor:
                     raise _leaked(arg)
-                values.append(arg._buf)
+                buf = arg._buf
+                values.append(buf)
+                on_gpu = on_gpu or type(buf) is not _ndarray
                 weak = weak and arg._weak
             else:
                 values.append(arg)
                 # a raw NumPy constant is strongly typed (as its abstract value says)
                 weak = weak and isinstance(arg, (int, float, complex)) and not isinstance(
                     arg, (bool, np.generic))
-        out = prim.impl(*values, **params)
+        if on_gpu:
+            out = gpu.run_impl(prim, args, values, params)
+        else:
+            out = prim.impl(*values, **params)
         if prim.multiple_results:
             results = [wrap(o, weak) for o in out]
         else:

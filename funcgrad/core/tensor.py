@@ -11,7 +11,8 @@ import numpy as np
 
 from funcgrad.core import dtypes
 from funcgrad.core.abstract import ShapedArray
-from funcgrad.core.devices import CPU, GPU_TENSORS_MISSING, Device
+from funcgrad.core import gpu
+from funcgrad.core.devices import CPU, Device
 from funcgrad.core.devices import device as _lookup_device
 
 
@@ -26,17 +27,18 @@ class Tensor:
     tensor([[2., 4.]], dtype=float32)
     """
 
-    # _buf: the NumPy array; _dev: a device buffer (jit results) whose host view becomes
-    # _buf on first use, so a result fed to the next jit call is never copied
+    # _buf: the NumPy array (a CuPy array on a GPU); _dev: a device buffer (jit results)
+    # whose eager view becomes _buf on first use, so a result fed to the next jit call is
+    # never copied
     __slots__ = ("_buf", "_weak", "_dev", "__weakref__")
     __array_priority__ = 100
     __array_ufunc__ = None  # NumPy defers `ndarray + Tensor` to Tensor.__radd__
     __hash__ = None  # elementwise __eq__, like NumPy and JAX arrays
 
     def __getattr__(self, name):
-        # only reached when a slot is unset: a device-resident result's host view
+        # only reached when a slot is unset: a device-resident result's eager view
         if name == "_buf":
-            buf = object.__getattribute__(self, "_dev").to_numpy()
+            buf = object.__getattribute__(self, "_dev").eager_buffer()
             self._buf = buf
             return buf
         raise AttributeError(f"'Tensor' object has no attribute {name!r}")
@@ -69,7 +71,11 @@ class Tensor:
 
     @property
     def device(self) -> Device:
-        return CPU
+        placed = getattr(self._dev, "device", None)
+        if placed is not None:
+            return placed
+        buf = self._buf
+        return CPU if type(buf) is np.ndarray else gpu.device_of(buf)
 
     def __len__(self) -> int:
         if not self.shape:
@@ -77,9 +83,14 @@ class Tensor:
         return self.shape[0]
 
     # -- conversion to host values ----------------------------------------------------
+    def _host(self) -> np.ndarray:
+        """The value as a host array (a copy only for a GPU tensor)."""
+        buf = self._buf
+        return buf if type(buf) is np.ndarray else gpu.to_host(buf)
+
     def numpy(self) -> np.ndarray:
         """The value as a read-only host ``np.ndarray`` (no copy on the CPU)."""
-        view = self._buf.view()
+        view = self._host().view()
         view.flags.writeable = False
         return view
 
@@ -96,17 +107,17 @@ class Tensor:
         if self.size != 1:
             raise ValueError(f"item(): only one-element tensors convert to a Python scalar, "
                              f"got shape {self.shape}")
-        return self._buf.reshape(()).item()
+        return self._host().reshape(()).item()
 
     def tolist(self):
         """The value as nested Python lists."""
-        return self._buf.tolist()
+        return self._host().tolist()
 
     def __bool__(self) -> bool:
         if self.size != 1:
             raise ValueError(f"the truth value of a tensor with shape {self.shape} is "
                              "ambiguous; use fnp.any(t) or fnp.all(t)")
-        return bool(self._buf.reshape(()))
+        return bool(self._host().reshape(()))
 
     def __int__(self) -> int:
         return int(self.item())
@@ -121,22 +132,24 @@ class Tensor:
         if not dtypes.is_integer(self.dtype) or self.ndim != 0:
             raise TypeError(f"only 0-d integer tensors can be used as an index, "
                             f"got {self.dtype.name}{list(self.shape)}")
-        return int(self._buf)
+        return int(self._host())
 
     def __repr__(self) -> str:
-        buf = self._buf
+        buf = self._host()
         if buf.dtype == dtypes.bfloat16:  # print like other floats (ml_dtypes drops the ".")
             buf = buf.astype(np.float32)
         body = np.array2string(buf, separator=", ", prefix="tensor(",
                                threshold=1000, edgeitems=3)
-        return f"tensor({body}, dtype={self.dtype.name})"
+        placed = self.device
+        where = "" if placed == CPU else f", device={str(placed)!r}"
+        return f"tensor({body}, dtype={self.dtype.name}{where})"
 
     def __str__(self) -> str:
-        return str(self._buf)
+        return str(self._host())
 
     def __format__(self, spec: str) -> str:
         if self.ndim == 0:
-            return format(self._buf.item(), spec)
+            return format(self._host().item(), spec)
         return format(str(self), spec)
 
     # -- immutability -----------------------------------------------------------------
@@ -149,7 +162,7 @@ class Tensor:
         raise TypeError("funcgrad tensors are immutable; build a new one instead")
 
     def __reduce__(self):
-        return (_rebuild, (np.asarray(self._buf), self._weak))
+        return (_rebuild, (self._host(), self._weak))
 
     def __copy__(self) -> Tensor:
         return self
@@ -158,11 +171,24 @@ class Tensor:
         return self
 
     def to(self, device) -> Tensor:
-        """This tensor on ``device`` (``"cpu"`` or a ``Device``)."""
+        """This tensor on ``device`` (``"cpu"``, ``"cuda:0"`` or a ``Device``): a copy
+        when it lives elsewhere, itself when it is already there.
+
+        >>> fg.ones(3).to("cpu").device
+        device('cpu')
+        """
         target = _lookup_device(device)
-        if target != CPU:
-            raise RuntimeError(f"device {target}: {GPU_TENSORS_MISSING}")
-        return self
+        if type(self) is not Tensor:  # a tracer: placement is the caller's business
+            return self
+        if target == self.device:
+            if target == CPU:
+                gpu.commit(self)
+            return self
+        if target == CPU:
+            moved = wrap(gpu.to_host(self._buf), self._weak)
+            gpu.commit(moved)
+            return moved
+        return wrap(gpu.to_gpu(self._buf, target), self._weak)
 
 
 def _index_text(index) -> str:
@@ -202,7 +228,7 @@ _new = object.__new__
 
 def wrap(buf, weak: bool = False) -> Tensor:
     """Wrap a NumPy array (owned by funcgrad from now on) into a Tensor; no copy."""
-    if type(buf) is not np.ndarray:
+    if type(buf) is not np.ndarray and not gpu.is_gpu_array(buf):
         buf = np.asarray(buf)
     t = _new(Tensor)
     t._buf = buf
@@ -300,16 +326,16 @@ def tensor(data, dtype=None, device=None) -> Tensor:
             [3., 4.]], dtype=float64)
     """
     if device is not None:
-        target = _lookup_device(device)
-        if target != CPU:
-            raise RuntimeError(f"device {target}: {GPU_TENSORS_MISSING}")
+        return tensor(data, dtype).to(device)
     if type(data) is Tensor and (dtype is None or dtypes.canonicalize(dtype) == data.dtype):
         return data
-    if isinstance(data, Tensor) and type(data) is not Tensor:
-        # a tracer: conversion is an operation, so it must go through the primitives
+    if isinstance(data, Tensor) and (type(data) is not Tensor or data.device != CPU):
+        # a tracer or a GPU tensor: conversion is an operation (it stays where it is)
         from funcgrad.core.prims.elementwise import convert_element_type
 
         return data if dtype is None else convert_element_type(data, dtypes.canonicalize(dtype))
+    if gpu.is_gpu_array(data):  # a CuPy array: copied (the caller may mutate theirs)
+        return wrap(data.astype(dtypes.canonicalize(dtype or data.dtype), copy=True))
     arr = to_numpy_array(data, dtype)
     if isinstance(data, (np.ndarray, list, tuple)) or arr.base is not None:
         arr = aligned_copy(arr)  # the caller may mutate their array afterwards

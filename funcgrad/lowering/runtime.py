@@ -24,19 +24,30 @@ TRACE_HANDLERS: dict[str, object] = {}
 
 
 class _Runtime:
-    """One IREE driver: its VM instance, device and HAL module."""
+    """One IREE device: ``local-sync``/``local-task`` (the CPU) or ``cuda:N``; its VM
+    instance, HAL device and HAL module."""
 
     def __init__(self, driver: str):
         import iree.runtime as rt
 
+        from funcgrad.core.devices import CPU, Device
+
         _quiet_shutdown()
         self.rt = rt
+        self.device_name = CPU
         # under mpiexec the run-time would try to open its own MPI channel (and fail to
         # create the device); funcgrad.distributed does the communication, so hide the
         # launcher's variables while the device is created
         hidden = {k: os.environ.pop(k) for k in _MPI_LAUNCHER_VARIABLES if k in os.environ}
         try:
-            self.config = rt.Config(driver)
+            if driver.startswith("cuda"):
+                index = int(driver.partition(":")[2] or 0)
+                self.device_name = Device("cuda", index)
+                # the default CUDA device is ordinal 0; others by their URI
+                self.config = (rt.Config("cuda") if index == 0 else
+                               rt.Config(device=rt.get_device(f"cuda://{index}")))
+            else:
+                self.config = rt.Config(driver)
         finally:
             os.environ.update(hidden)
         self.instance = self.config.vm_instance
@@ -78,14 +89,32 @@ def runtime(driver: str) -> _Runtime:
 class DeviceBuffer:
     """A buffer owned by the IREE run-time (a jit result): shape, dtype, lazy host view."""
 
-    __slots__ = ("runtime", "view", "shape", "dtype", "_host")
+    __slots__ = ("runtime", "view", "shape", "dtype", "device", "_host")
 
     def __init__(self, rt: _Runtime, view, shape, dtype):
         self.runtime = rt
         self.view = view
         self.shape = tuple(shape)
         self.dtype = np.dtype(dtype)
+        self.device = rt.device_name
         self._host = None
+
+    def eager_buffer(self):
+        """The buffer eager operations use: the host view on the CPU, a CuPy array
+        sharing this buffer (DLPack; a copy where that fails) on a GPU."""
+        if self.device.platform == "cpu":
+            return self.to_numpy()
+        from funcgrad.core import gpu
+
+        try:
+            capsule = self.runtime.device.create_dlpack_capsule(
+                self.view, gpu._DLPACK_CUDA, self.device.id)
+            array = gpu.cupy().from_dlpack(gpu.DLPackCapsule(capsule, self.device.id))
+            if array.dtype != self.dtype:  # bfloat16/bool travel as integer storage
+                array = array.view(self.dtype)
+            return array.reshape(self.shape)
+        except Exception:
+            return gpu.to_gpu(self.to_numpy(), self.device)
 
     def to_numpy(self) -> np.ndarray:
         """The host array: a read-only view of the mapped buffer (no copy on the CPU).
@@ -94,6 +123,13 @@ class DeviceBuffer:
         valid after this DeviceBuffer and its Tensor are gone; the run-time's own array
         would point into unmapped memory then.
         """
+        if self._host is None and self.device.platform != "cpu":
+            # a GPU buffer: copied to the host (bfloat16/bool arrive as integer storage)
+            array = np.array(self.runtime.rt.DeviceArray(
+                self.runtime.device, self.view, implicit_host_transfer=True).to_host())
+            array = array.view(self.dtype).reshape(self.shape)
+            array.flags.writeable = False
+            self._host = array
         if self._host is None:
             raw = _storage_dtype(self.dtype)
             mapped = self.view.map()
@@ -157,7 +193,20 @@ class Executable:
     def import_or_copy(self, array):
         """A buffer view over ``array``: aliased without a copy when it is 64-byte aligned
         and contiguous (funcgrad allocates user data that way), else a copy.  Importing
-        unaligned memory is refused by the run-time, so alignment is checked first."""
+        unaligned memory is refused by the run-time, so alignment is checked first.  A
+        CuPy array is imported by DLPack after CuPy's stream has finished writing it."""
+        if type(array) is not np.ndarray:
+            from funcgrad.core import gpu
+
+            if gpu.is_gpu_array(array):
+                gpu.synchronize(gpu.device_of(array))
+                if self.rt.device_name.platform == "cuda" and array.dtype != dtypes.bfloat16:
+                    try:
+                        return self.rt.device.from_dlpack_capsule(
+                            gpu.cupy().ascontiguousarray(array).__dlpack__())
+                    except Exception:
+                        pass  # not importable here: copied through the host below
+                array = gpu.to_host(array)
         if (type(array) is np.ndarray and array.flags.c_contiguous and array.size
                 and array.flags.writeable  # DLPack refuses read-only arrays (mapped results)
                 and array.ctypes.data % 64 == 0 and array.dtype != dtypes.bfloat16):

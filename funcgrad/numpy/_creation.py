@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import functools
+import inspect
 import math
 
 import numpy as np
 
 from funcgrad.core import dtypes
-from funcgrad.core.devices import CPU, GPU_TENSORS_MISSING
+from funcgrad.core.devices import CPU
 from funcgrad.core.devices import device as _lookup_device
 from funcgrad.core.prims import elementwise as ew
 from funcgrad.core.prims.structural import broadcast_in_dim, iota
 from funcgrad.core.prims.structural import full as _full
+from funcgrad.core.tensor import Tensor
 from funcgrad.numpy._util import asarray
 
 
@@ -29,9 +32,24 @@ def _shape(shape) -> tuple:
     return shape
 
 
-def _check_device(device):
-    if device is not None and _lookup_device(device) != CPU:
-        raise RuntimeError(f"device {device}: {GPU_TENSORS_MISSING}")
+def _placed(fn):
+    """Give a creation function its ``device=`` argument: built, then put there (a GPU
+    copy; on the CPU the tensor is only marked as explicitly placed)."""
+    position = list(inspect.signature(fn).parameters).index("device")
+
+    @functools.wraps(fn)
+    def create(*args, **kwargs):
+        device = kwargs.get("device", args[position] if len(args) > position else None)
+        out = fn(*args, **kwargs)
+        return out if device is None else out.to(_lookup_device(device))
+
+    return create
+
+
+def _like_device(x, out):
+    """``out`` on the device of ``x`` when ``x`` is a GPU tensor (as JAX's ``*_like``)."""
+    placed = getattr(x, "device", CPU) if type(x) is Tensor else CPU
+    return out if placed == CPU else out.to(placed)
 
 
 def _dtype_of_fill(value, dtype):
@@ -42,12 +60,12 @@ def _dtype_of_fill(value, dtype):
     return dtypes.dtype_and_weak(value)[0]
 
 
+@_placed
 def full(shape, fill_value, dtype=None, device=None):
     """A tensor of ``shape`` filled with ``fill_value``.
 
     >>> fg.full((2, 2), 7.0)
     """
-    _check_device(device)
     shape = _shape(shape)
     if hasattr(fill_value, "shape") and getattr(fill_value, "ndim", 0):
         value = asarray(fill_value, dtype)
@@ -61,22 +79,23 @@ def full(shape, fill_value, dtype=None, device=None):
     return broadcast_in_dim(value, shape, ())
 
 
+@_placed
 def zeros(shape, dtype=None, device=None):
     """A tensor of zeros (float32 by default).
 
     >>> fg.zeros((2, 3)).shape
     (2, 3)
     """
-    _check_device(device)
     return _full(_shape(shape), 0, dtypes.float32 if dtype is None else dtype)
 
 
+@_placed
 def ones(shape, dtype=None, device=None):
     """A tensor of ones (float32 by default)."""
-    _check_device(device)
     return _full(_shape(shape), 1, dtypes.float32 if dtype is None else dtype)
 
 
+@_placed
 def empty(shape, dtype=None, device=None):
     """A tensor of the given shape; funcgrad fills it with zeros (tensors are immutable)."""
     return zeros(shape, dtype, device)
@@ -91,19 +110,19 @@ def _like(x, shape, dtype):
 def zeros_like(x, dtype=None, shape=None):
     """Zeros with the shape and dtype of ``x``."""
     shape, dtype = _like(x, shape, dtype)
-    return _full(shape, 0, dtype)
+    return _like_device(x, _full(shape, 0, dtype))
 
 
 def ones_like(x, dtype=None, shape=None):
     """Ones with the shape and dtype of ``x``."""
     shape, dtype = _like(x, shape, dtype)
-    return _full(shape, 1, dtype)
+    return _like_device(x, _full(shape, 1, dtype))
 
 
 def full_like(x, fill_value, dtype=None, shape=None):
     """``fill_value`` with the shape and dtype of ``x``."""
     shape, dtype = _like(x, shape, dtype)
-    return full(shape, fill_value, dtype)
+    return _like_device(x, full(shape, fill_value, dtype))
 
 
 def empty_like(x, dtype=None, shape=None):
@@ -117,13 +136,13 @@ def _static(name, value):
     return value.item() if hasattr(value, "item") else value
 
 
+@_placed
 def arange(start, stop=None, step=None, dtype=None, device=None):
     """Evenly spaced values in [start, stop) (Python ints give int32, floats float32).
 
     >>> fnp.arange(5)
     tensor([0, 1, 2, 3, 4], dtype=int32)
     """
-    _check_device(device)
     start = _static("arange", start)
     if stop is None:
         start, stop = 0, start

@@ -26,7 +26,7 @@ def _unary(name, prim, *, inexact: bool, doc: str):
             # eager fast path for float tensors: the ufunc directly, into x's buffer when
             # x is a temporary (see funcgrad.core.reuse)
             a = x._buf
-            if a.dtype.kind == "f":
+            if type(a) is np.ndarray and a.dtype.kind == "f":
                 out = a if reuse.reusable(x, refs, reuse.CALL_ARGUMENT, a, a.dtype,
                                           a.shape) else None
                 result = impl(a) if out is None else impl(a, out=out)

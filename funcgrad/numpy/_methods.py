@@ -35,15 +35,18 @@ def _fast_binary(prim, fallback, reflected: bool = False):
     other_count = reuse.OPERATOR_OTHER
     big = reuse.MIN_BYTES
     new = object.__new__
+    ndarray = np.ndarray
 
     def op(self, other):
         if (type(self) is Tensor and thread_state.interpreter is eager
                 and not state.debug_nans):
             a = self._buf
             other_type = type(other)
+            if type(a) is not ndarray:  # a GPU tensor: the interpreter places the operation
+                other_type = None
             if other_type is Tensor:
                 b = other._buf
-                if a.dtype is b.dtype and a.shape == b.shape:
+                if a.dtype is b.dtype and a.shape == b.shape and type(b) is ndarray:
                     if ufunc and not reflected and a.nbytes >= big:
                         # counted in statements of their own: an argument list holding
                         # ``self`` would add a reference (see funcgrad.core.reuse)

@@ -101,7 +101,8 @@ def apply_elementwise(name: str, prim, *tensors: Tensor) -> Tensor:
     first = shapes[0]
     same = all(s == first for s in shapes)
     shape = first if same else broadcast_shapes(name, *shapes)
-    if _interp.current() is _interp.EAGER and all(type(t) is Tensor for t in tensors):
+    if _interp.current() is _interp.EAGER and all(
+            type(t) is Tensor and type(t._buf) is np.ndarray for t in tensors):
         weak = prim.keeps_weak and all(t._weak for t in tensors)
         try:
             out = prim.impl(*(t._buf for t in tensors))

@@ -173,7 +173,7 @@ def cond(pred, true_fun, false_fun, *operands):
 def _cond_impl(index, *args, branches):
     i = int(np.clip(int(index), 0, len(branches) - 1))
     outs = eval_ir(branches[i], *[wrap(a) for a in args])
-    return [np.asarray(o._buf) for o in outs]
+    return [o._buf for o in outs]
 
 
 def _cond_abstract_eval(index, *args, branches):
@@ -416,15 +416,15 @@ def _scan_impl(*args, body, num_consts, num_carry, length, reverse):
     ys_steps = []
     steps = range(length - 1, -1, -1) if reverse else range(length)
     for i in steps:
-        outs = eval_ir(body, *consts, *carry, *[wrap(np.asarray(x._buf[i])) for x in xs])
+        outs = eval_ir(body, *consts, *carry, *[wrap(x._buf[i]) for x in xs])
         carry, y = outs[:num_carry], outs[num_carry:]
-        ys_steps.append([np.asarray(v._buf) for v in y])
+        ys_steps.append([v._buf for v in y])
     if reverse:
         ys_steps.reverse()
     y_avals = body.out_avals[num_carry:]
     ys = [np.stack(col) if ys_steps else np.zeros((0, *a.shape), a.dtype)
           for col, a in zip(zip(*ys_steps, strict=False) if ys_steps else [()] * len(y_avals), y_avals, strict=False)]
-    return [np.asarray(c._buf) for c in carry] + ys
+    return [c._buf for c in carry] + ys
 
 
 def _scan_abstract_eval(*args, body, num_consts, num_carry, length, reverse):
@@ -679,7 +679,7 @@ def _while_impl(*args, cond_ir, body_ir, cond_nconsts, body_nconsts):
     cc, bc, carry = _split3(vals, cond_nconsts, body_nconsts)
     while bool(eval_ir(cond_ir, *cc, *carry)[0]):
         carry = eval_ir(body_ir, *bc, *carry)
-    return [np.asarray(c._buf) for c in carry]
+    return [c._buf for c in carry]
 
 
 def _while_abstract_eval(*args, cond_ir, body_ir, cond_nconsts, body_nconsts):

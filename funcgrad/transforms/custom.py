@@ -32,7 +32,7 @@ def _eager_values(leaves) -> bool:
 
 def _impl_via_ir(*args, call, **_):
     outs = eval_ir(call, *[wrap(a) for a in args])
-    return [np.asarray(o._buf) for o in outs]
+    return [o._buf for o in outs]
 
 
 def _to_front(x, dim, axis_size):

@@ -21,6 +21,7 @@ import optree
 
 from funcgrad.core import interpreter as _interp
 from funcgrad.core.abstract import ShapedArray
+from funcgrad.core.devices import CPU
 from funcgrad.core.ir import IR, Literal, eval_ir, pretty_print
 from funcgrad.core.primitive import Primitive, UndefinedPrimal
 from funcgrad.core.tensor import Tensor, device_buffer, wrap_device
@@ -53,6 +54,7 @@ class _Donated:
                                  "(donate_argnums) and its buffer may have been reused; "
                                  "use the call's result instead")
 
+    eager_buffer = to_numpy
     shape = property(lambda self: self.to_numpy())
     dtype = shape
 
@@ -78,8 +80,11 @@ def _largest_step(program: IR) -> int:
     return largest
 
 
-def executable_for(program: IR):
-    """The compiled executable of ``program`` (built and cached on first use)."""
+def executable_for(program: IR, device=CPU):
+    """The compiled executable of ``program`` on ``device`` (built and cached on first
+    use)."""
+    if device != CPU:
+        return _gpu_executable(program, device)
     exe = getattr(program, "_executable", None)
     if exe is not None:
         return exe
@@ -102,6 +107,26 @@ def executable_for(program: IR):
     driver = "local-task" if heavy else "local-sync"
     exe = Executable(vmfb, [v.aval.strip_weak() for v in program.outputs], driver=driver)
     program._executable = exe
+    return exe
+
+
+def _gpu_executable(program: IR, device):
+    """The executable of ``program`` for a CUDA GPU, compiled for its architecture."""
+    executables = program.__dict__.setdefault("_gpu_executables", {})
+    exe = executables.get(device)
+    if exe is not None:
+        return exe
+    from funcgrad.core import gpu
+    from funcgrad.lowering import compiler
+    from funcgrad.lowering.runtime import Executable
+
+    arch = gpu.compute_arch(device)
+    holder = compiler.session_for_target("cuda", arch)
+    ir_key = compiler.cache_key(_ir_key_text(program), holder.flags + (arch,))
+    vmfb = compiler.lookup(ir_key) or compile_artifact(program, "cuda", arch, ir_key)
+    exe = Executable(vmfb, [v.aval.strip_weak() for v in program.outputs],
+                     driver=f"cuda:{device.id}")
+    executables[device] = exe
     return exe
 
 
@@ -142,7 +167,8 @@ def _source_fingerprint() -> str:
     return _FINGERPRINT
 
 
-def compile_artifact(program: IR, target: str, arch: str | None = None) -> bytes:
+def compile_artifact(program: IR, target: str, arch: str | None = None,
+                     key: str | None = None) -> bytes:
     """The IREE module (VM flatbuffer bytes) of ``program`` for another target."""
     from funcgrad.lowering.compiler import attach_device_target, compile_module, session_for_target
     from funcgrad.lowering.mlir import lower_module
@@ -152,7 +178,7 @@ def compile_artifact(program: IR, target: str, arch: str | None = None) -> bytes
         with holder.session.context:
             module = lower_module(program, holder.session.context, platform=target)
             attach_device_target(module, holder)
-        return compile_module(module, holder, getattr(program, "_name", "main"))
+        return compile_module(module, holder, getattr(program, "_name", "main"), key)
 
 
 class _BackgroundCompile:
@@ -197,21 +223,31 @@ def _ready_executable(program: IR):
 
 
 def _run_compiled(program: IR, tensors):
-    exe = _ready_executable(program)
-    if exe is None:  # still compiling: run the traced program eagerly meanwhile
-        with _interp.using(_interp.EAGER):
-            return eval_ir(program, *[as_tensor(t) for t in tensors])
     buffers = []
+    on_gpu = False
     for t in tensors:
         if type(t) is not Tensor:
             t = as_tensor(t)
         dev = t._dev
         if dev is None:
-            buffers.append(t._buf)
+            buf = t._buf
+            buffers.append(buf)
+            on_gpu = on_gpu or type(buf) is not np.ndarray
         elif type(dev) is DeviceBuffer:
             buffers.append(dev)
+            on_gpu = on_gpu or dev.device is not CPU
         else:
             buffers.append(dev.to_numpy())  # a donated tensor raises DonatedBufferError
+    if on_gpu:  # runs where its GPU operands live (a placement error names the devices)
+        from funcgrad.core import gpu
+
+        device = gpu.placement([as_tensor(t) for t in tensors], f"jit({program._name})"
+                               if hasattr(program, "_name") else "jit")
+        return [wrap_device(o) for o in executable_for(program, device)(buffers)]
+    exe = _ready_executable(program)
+    if exe is None:  # still compiling: run the traced program eagerly meanwhile
+        with _interp.using(_interp.EAGER):
+            return eval_ir(program, *[as_tensor(t) for t in tensors])
     return [wrap_device(o) for o in exe(buffers)]
 
 
@@ -415,7 +451,7 @@ class Jitted:
             out_flat, store["tree"] = tree_flatten(out)
             return [as_tensor(o) for o in out_flat]
 
-        in_avals = [ShapedArray(shape, dtype, weak) for shape, dtype, weak in avals]
+        in_avals = [ShapedArray(*sig[:3]) for sig in avals]
         program = trace_to_ir(flat_fun, in_avals, name=f"jit({self._name})",
                               labels=self._labels(args, kwargs, static_pos))
         hoisted, consts = hoist_consts(program)
@@ -453,8 +489,10 @@ class Jitted:
                 dev = x._dev
                 if dev is None:
                     buf = x._buf
+                    if type(buf) is not np.ndarray:
+                        break
                     signature.append((buf.shape, buf.dtype, x._weak))
-                elif type(dev) is DeviceBuffer:
+                elif type(dev) is DeviceBuffer and dev.device is CPU:
                     signature.append((dev.shape, dev.dtype, x._weak))
                 else:
                     break
@@ -505,6 +543,10 @@ def _signature_aval(x: Tensor):
     dev = device_buffer(x)
     if isinstance(dev, _Donated):
         dev.to_numpy()
+    if type(x) is Tensor:
+        placed = x.device
+        if placed != CPU:  # a GPU operand: its executable is compiled for that GPU
+            return (x.shape, x.dtype, x._weak, placed)
     if dev is not None and type(x) is Tensor:
         return (dev.shape, dev.dtype, x._weak)
     aval = x.aval
@@ -522,14 +564,16 @@ def _why_retrace(old, new, tree_value) -> str:
     for path, a, b in zip(paths, old_avals, new_avals, strict=False):
         if a != b:
             where = "".join(f"[{p!r}]" for p in path[1:]) or "argument"
-            what = "shape" if a[0] != b[0] else "dtype" if a[1] != b[1] else "weak type"
+            what = ("shape" if a[0] != b[0] else "dtype" if a[1] != b[1] else
+                    "weak type" if a[2] != b[2] else "device")
             return (f"argument {where} changed {what}: {_fmt(a)} -> {_fmt(b)}")
     return "the signature changed"
 
 
 def _fmt(sig) -> str:
-    shape, dtype, weak = sig
-    return f"{np.dtype(dtype).name}{list(shape)}{' (weak)' if weak else ''}"
+    shape, dtype, weak = sig[:3]
+    where = f" on {sig[3]}" if len(sig) > 3 else ""
+    return f"{np.dtype(dtype).name}{list(shape)}{' (weak)' if weak else ''}{where}"
 
 
 def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=()):

@@ -201,7 +201,7 @@ def _product_of_colliding_others(indices, updates):
     batch = indices.shape[:-1]
     n = int(np.prod(batch, dtype=np.int64))
     if type(indices) is Tensor:
-        flat = np.asarray(indices._buf).reshape(n, -1)
+        flat = indices._host().reshape(n, -1)
         if len({tuple(row) for row in flat.tolist()}) == n:
             return full(updates.shape, 1, updates.dtype)
     from funcgrad.core.prims.reductions import reduce_and, reduce_prod

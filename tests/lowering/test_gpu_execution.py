@@ -1,0 +1,92 @@
+"""Running on a real NVIDIA GPU: eager CuPy tensors and jit on IREE's cuda driver.
+
+Every test here needs a GPU visible to CuPy and skips with that reason otherwise (this
+project's CI machines have none; the placement rules are also checked everywhere by
+tests/core/test_gpu_placement.py with a stand-in for CuPy).
+"""
+
+import numpy as np
+import pytest
+
+import funcgrad as fg
+import funcgrad.numpy as fnp
+from funcgrad import nn, optim
+
+pytestmark = pytest.mark.skipif(
+    not any(d.platform == "cuda" for d in fg.devices()),
+    reason="needs an NVIDIA GPU visible to CuPy (pip install 'funcgrad[cuda]'); none here")
+
+
+@pytest.fixture(autouse=True)
+def _cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("FUNCGRAD_CACHE_DIR", str(tmp_path))
+
+
+def _data(*shape, seed=0):
+    return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+
+
+def test_eager_ops_run_on_cupy_and_match_numpy():
+    import cupy
+
+    a, b = _data(64, 32), _data(32, 16, seed=1)
+    x, y = fg.tensor(a, device="cuda:0"), fg.tensor(b, device="cuda:0")
+    out = fnp.tanh(x @ y).sum(axis=0)
+    assert out.device == fg.device("cuda:0") and isinstance(out._buf, cupy.ndarray)
+    np.testing.assert_allclose(out.numpy(), np.tanh(a @ b).sum(0), rtol=1e-4, atol=1e-4)
+
+
+def test_eager_grad_on_the_gpu_matches_the_cpu():
+    w = _data(8, 8)
+
+    def loss(w, x):
+        return fnp.mean(fnp.tanh(x @ w) ** 2)
+
+    x = _data(16, 8, seed=2)
+    on_gpu = fg.grad(loss)(fg.tensor(w, device="cuda:0"), fg.tensor(x, device="cuda:0"))
+    on_cpu = fg.grad(loss)(fg.tensor(w), fg.tensor(x))
+    assert on_gpu.device == fg.device("cuda:0")
+    np.testing.assert_allclose(on_gpu.numpy(), on_cpu.numpy(), rtol=1e-4, atol=1e-5)
+
+
+def test_jit_runs_on_the_cuda_driver_and_results_stay_there():
+    f = fg.jit(lambda x, y: fnp.tanh(x @ y) * 2.0 + 1.0)
+    a, b = _data(128, 64), _data(64, 32, seed=1)
+    x, y = fg.tensor(a, device="cuda:0"), fg.tensor(b, device="cuda:0")
+    out = f(x, y)
+    assert out.device == fg.device("cuda:0")
+    np.testing.assert_allclose(out.numpy(), np.tanh(a @ b) * 2 + 1, rtol=1e-4, atol=1e-4)
+    again = f(fnp.tile(out, (1, 2)), y)  # a GPU result fed back: no trip to the host
+    assert again.device == fg.device("cuda:0")
+    assert (out + 1.0).device == fg.device("cuda:0")  # eager use of a jit result (DLPack)
+
+
+def test_jit_grad_training_step_on_the_gpu():
+    model = nn.Sequential(nn.Linear(8, 16, key=fg.random.key(0)), nn.ReLU(),
+                          nn.Linear(16, 3, key=fg.random.key(1)))
+    model = fg.device_put(model, "cuda:0")
+    opt = optim.sgd(0.1)
+    state = opt.init(model)
+    x = fg.tensor(_data(32, 8), device="cuda:0")
+    labels = fg.tensor(np.arange(32) % 3, dtype=fg.int32, device="cuda:0")
+
+    @fg.jit
+    def step(model, state):
+        loss, grads = fg.value_and_grad(
+            lambda m: nn.functional.cross_entropy(m(x), labels))(model)
+        updates, state = opt.update(grads, state, model)
+        return optim.apply_updates(model, updates), state, loss
+
+    losses = []
+    for _ in range(20):
+        model, state, loss = step(model, state)
+        losses.append(loss.item())
+    assert losses[-1] < losses[0]
+    assert all(p.device == fg.device("cuda:0") for p in nn.parameters(model))
+
+
+def test_moving_back_to_the_cpu_and_mixing_errors():
+    x = fg.tensor([1.0, 2.0], device="cuda:0")
+    assert x.to("cpu").device == fg.device("cpu")
+    with pytest.raises(ValueError, match="cuda:0"):
+        x + fg.tensor([1.0, 2.0], device="cpu")
