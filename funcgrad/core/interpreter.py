@@ -19,7 +19,6 @@ from funcgrad.core.abstract import ShapedArray
 from funcgrad.core.config import config
 from funcgrad.core.tensor import Tensor, wrap
 
-
 _ndarray = np.ndarray
 
 

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from funcgrad.core import dtypes
+from funcgrad.core import dtypes, gpu
 from funcgrad.core.abstract import ShapedArray
-from funcgrad.core import gpu
 from funcgrad.core.devices import CPU, Device
 from funcgrad.core.devices import device as _lookup_device
 

@@ -11,8 +11,6 @@ from __future__ import annotations
 import functools
 import inspect
 
-import numpy as np
-
 from funcgrad.core import dtypes
 from funcgrad.core import interpreter as _interp
 from funcgrad.core.abstract import ShapedArray, aval_of
