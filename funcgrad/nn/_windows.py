@@ -182,10 +182,25 @@ def conv_transpose(name: str, x, weight, bias, stride, padding, output_padding, 
     return st.reshape(y, y.shape[1:]) if unbatched else y
 
 
+def _pooled_size(size: int, kernel: int, stride: int, pad: int, dilation: int,
+                 ceil_mode: bool) -> int:
+    """PyTorch's output length of pooling; with ``ceil_mode`` a last partial window counts
+    when it starts inside the input or its left padding."""
+    span = dilation * (kernel - 1) + 1
+    out = (size + 2 * pad - span + (stride - 1 if ceil_mode else 0)) // stride + 1
+    if ceil_mode and (out - 1) * stride >= size + pad:
+        out -= 1
+    return out
+
+
 def pool(name: str, x, kernel_size, stride, padding, dilation, kind: str, n_spatial: int,
-         count_include_pad: bool = True) -> Tensor:
-    """Max or average pooling over windows of ``kernel_size`` (stride defaults to it)."""
-    from funcgrad.core.prims.reductions import reduce_max, reduce_sum
+         count_include_pad: bool = True, ceil_mode: bool = False,
+         divisor_override: int | None = None) -> Tensor:
+    """Max or average pooling over windows of ``kernel_size`` (stride defaults to it), as
+    PyTorch: ``ceil_mode`` keeps partial last windows, padding never counts in a maximum,
+    and the gradient of a maximum goes to the first maximal element of its window."""
+    from funcgrad.core.prims.reductions import reduce_sum
+    from funcgrad.numpy import argmax, take_along_axis
 
     x, unbatched = with_batch(name, x, n_spatial, None)
     kernel = as_tuple(name, "kernel_size", kernel_size, n_spatial)
@@ -195,20 +210,40 @@ def pool(name: str, x, kernel_size, stride, padding, dilation, kind: str, n_spat
     if any(2 * p > k for p, k in zip(pads, kernel, strict=True)):
         raise ValueError(f"{name}: padding {pads} must be at most half the kernel size "
                          f"{kernel}")
-    pairs = [(p, p) for p in pads]
+    if divisor_override is not None and int(divisor_override) <= 0:
+        raise ValueError(f"{name}: divisor_override must be a positive int, got "
+                         f"{divisor_override}")
+    spatial = x.shape[2:]
+    # ceil_mode: extra padding on the right so the partial last windows exist
+    extra = []
+    for size, k, s, p, d in zip(spatial, kernel, stride, pads, dilation, strict=True):
+        out = _pooled_size(size, k, s, p, d, ceil_mode)
+        extra.append(max(0, (out - 1) * s + d * (k - 1) + 1 - (size + 2 * p)))
+    pairs = [(p, p + e) for p, e in zip(pads, extra, strict=True)]
     if kind == "max":
         low = -np.inf if dtypes.is_inexact(x.dtype) else np.iinfo(x.dtype).min
         patches, _ = _windows(_pad(x, pairs, low), kernel, stride, dilation, name)
-        y = reduce_max(patches, (2,))
+        # the first maximum of each window, so its gradient is not split between ties
+        first = argmax(patches, axis=2, keepdims=True)
+        y = take_along_axis(patches, first, axis=2)[:, :, 0]
     else:
         if not dtypes.is_inexact(x.dtype):
             x = x.astype(dtypes.float32)
-        patches, out = _windows(_pad(x, pairs, 0), kernel, stride, dilation, name)
+        patches, _ = _windows(_pad(x, pairs, 0), kernel, stride, dilation, name)
         y = reduce_sum(patches, (2,))
-        if count_include_pad or not any(pads):
+        if divisor_override is not None:
+            y = y / int(divisor_override)
+        elif not any(extra) and (count_include_pad or not any(pads)):
             y = y / math.prod(kernel)
         else:
-            ones = st.full((1, 1, *x.shape[2:]), 1, x.dtype)
-            counts, _ = _windows(_pad(ones, pairs, 0), kernel, stride, dilation, name)
+            # how many elements each window averages: padding counts only when
+            # count_include_pad, and the ceil_mode extension never does (as PyTorch)
+            ones = st.full((1, 1, *spatial), 1, x.dtype)
+            if count_include_pad:
+                ones = _pad(ones, [(p, p) for p in pads], 1)
+                mask = _pad(ones, [(0, e) for e in extra], 0)
+            else:
+                mask = _pad(ones, pairs, 0)
+            counts, _ = _windows(mask, kernel, stride, dilation, name)
             y = y / reduce_sum(counts, (2,))
     return st.reshape(y, y.shape[1:]) if unbatched else y

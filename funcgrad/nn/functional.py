@@ -203,6 +203,14 @@ def _class_axis_last(name: str, input: Tensor, target_shape: tuple) -> Tensor:
     return input if input.ndim == 1 else fnp.moveaxis(input, 1, -1)
 
 
+def _signed_labels(target):
+    """Unsigned integer labels (uint8 images' labels, say) widened to a signed dtype, so
+    they compare with a negative ``ignore_index`` (PyTorch accepts byte labels)."""
+    if target.dtype.kind == "u":
+        return target.astype(dtypes.int32 if target.dtype.itemsize < 4 else dtypes.int64)
+    return target
+
+
 def _weighted_nll(name, logp_last, target, weight, ignore_index):
     """Per-element ``-weight[t] * logp[t]`` and the weights ``weight[t]`` (0 where ignored)."""
     num_classes = logp_last.shape[-1]
@@ -236,7 +244,7 @@ def nll_loss(input, target, weight=None, ignore_index: int = -100,
     tensor(1., dtype=float32)
     """
     _check_reduction("nll_loss", reduction)
-    input, target = _float(input), asarray(target)
+    input, target = _float(input), _signed_labels(asarray(target))
     logp = _class_axis_last("nll_loss", input, target.shape)
     loss, w = _weighted_nll("nll_loss", logp, target, weight, ignore_index)
     if reduction == "mean":
@@ -288,6 +296,7 @@ def cross_entropy(input, target, weight=None, ignore_index: int = -100,
     if not dtypes.is_integer(target.dtype):
         raise TypeError(f"cross_entropy: target must be integer class indices or floating "
                         f"probabilities, got dtype {target.dtype.name}")
+    target = _signed_labels(target)
     logp = _class_axis_last("cross_entropy", log_softmax(input, dim=class_axis), target.shape)
     loss, w = _weighted_nll("cross_entropy", logp, target, weight, ignore_index)
     nll = fnp.sum(loss) / fnp.sum(w) if reduction == "mean" else \
@@ -518,38 +527,46 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
                                    output_padding, groups, dilation, 2)
 
 
-def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1) -> Tensor:
+def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1,
+               ceil_mode: bool = False, return_indices: bool = False) -> Tensor:
     """Maximum over ``kernel_size`` windows of ``(N, C, H, W)`` or ``(C, H, W)``;
-    ``stride`` defaults to ``kernel_size``, padding counts as ``-inf``.
+    ``stride`` defaults to ``kernel_size``, padding counts as ``-inf``, ``ceil_mode`` keeps
+    partial last windows (as PyTorch).  The gradient goes to the first maximal element
+    of each window, as PyTorch's.
 
     >>> F.max_pool2d(fg.ones((1, 1, 4, 4)), 2).shape
     (1, 1, 2, 2)
     """
-    return _windows.pool("max_pool2d", input, kernel_size, stride, padding, dilation, "max", 2)
+    _no_indices("max_pool2d", return_indices)
+    return _windows.pool("max_pool2d", input, kernel_size, stride, padding, dilation, "max", 2,
+                         ceil_mode=ceil_mode)
 
 
-def avg_pool2d(input, kernel_size, stride=None, padding=0,
-               count_include_pad: bool = True) -> Tensor:
+def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
+               count_include_pad: bool = True, divisor_override=None) -> Tensor:
     """Mean over ``kernel_size`` windows; zero padding is counted in the mean unless
-    ``count_include_pad=False``.
+    ``count_include_pad=False``; ``ceil_mode`` and ``divisor_override`` as PyTorch.
 
     >>> F.avg_pool2d(fg.ones((1, 1, 4, 4)), 2).shape
     (1, 1, 2, 2)
     """
     return _windows.pool("avg_pool2d", input, kernel_size, stride, padding, 1, "avg", 2,
-                         count_include_pad)
+                         count_include_pad, ceil_mode, divisor_override)
 
 
-def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1) -> Tensor:
+def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1,
+               ceil_mode: bool = False, return_indices: bool = False) -> Tensor:
     """1-d max pooling of ``(N, C, L)`` or ``(C, L)``.
 
     >>> F.max_pool1d(fg.ones((1, 1, 4)), 2).shape
     (1, 1, 2)
     """
-    return _windows.pool("max_pool1d", input, kernel_size, stride, padding, dilation, "max", 1)
+    _no_indices("max_pool1d", return_indices)
+    return _windows.pool("max_pool1d", input, kernel_size, stride, padding, dilation, "max", 1,
+                         ceil_mode=ceil_mode)
 
 
-def avg_pool1d(input, kernel_size, stride=None, padding=0,
+def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
                count_include_pad: bool = True) -> Tensor:
     """1-d average pooling of ``(N, C, L)`` or ``(C, L)``.
 
@@ -557,7 +574,13 @@ def avg_pool1d(input, kernel_size, stride=None, padding=0,
     (1, 1, 2)
     """
     return _windows.pool("avg_pool1d", input, kernel_size, stride, padding, 1, "avg", 1,
-                         count_include_pad)
+                         count_include_pad, ceil_mode)
+
+
+def _no_indices(name: str, return_indices: bool) -> None:
+    if return_indices:
+        raise NotImplementedError(f"{name}: return_indices=True is not supported (there is "
+                                  "no max_unpool); compute fnp.argmax over the windows instead")
 
 
 # --- attention ----------------------------------------------------------------------------

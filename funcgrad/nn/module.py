@@ -235,6 +235,11 @@ class Module(metaclass=_ModuleMeta):
 
     def __setattr__(self, name, value):
         if self.__dict__.get(_FROZEN, False):
+            if name not in type(self)._module_fields:
+                raise AttributeError(
+                    f"{type(self).__name__} is frozen and has no field {name!r}: declare it "
+                    f"as an annotated field in the class body (e.g. `{name}: fg.Tensor`) and "
+                    "assign it in __init__")
             raise AttributeError(
                 f"{type(self).__name__} is frozen: cannot set {name!r} after __init__; use "
                 f"model.replace({name}=...) to get a modified copy")

@@ -17,6 +17,9 @@ class MaxPool2d(Module):
         stride: an int or a pair; defaults to ``kernel_size``.
         padding: implicit ``-inf`` padding on both sides (at most half the kernel).
         dilation: spacing between window elements.
+        ceil_mode: keep partial windows at the end (output size rounded up), as PyTorch.
+
+    The gradient goes to the first maximal element of each window, as PyTorch's.
 
     Example:
         >>> nn.MaxPool2d(2)(fg.ones((1, 3, 8, 8))).shape
@@ -27,8 +30,14 @@ class MaxPool2d(Module):
     stride: tuple
     padding: tuple
     dilation: tuple
+    ceil_mode: bool
 
-    def __init__(self, kernel_size, stride=None, padding=0, dilation=1):
+    def __init__(self, kernel_size, stride=None, padding=0, dilation=1,
+                 return_indices: bool = False, ceil_mode: bool = False):
+        from funcgrad.nn.functional import _no_indices
+
+        _no_indices("MaxPool2d", return_indices)
+        self.ceil_mode = bool(ceil_mode)
         self.kernel_size = _windows.as_tuple("MaxPool2d", "kernel_size", kernel_size, 2)
         self.stride = self.kernel_size if stride is None else \
             _windows.as_tuple("MaxPool2d", "stride", stride, 2)
@@ -37,7 +46,7 @@ class MaxPool2d(Module):
 
     def forward(self, x) -> Tensor:
         return _windows.pool("MaxPool2d", x, self.kernel_size, self.stride, self.padding,
-                             self.dilation, "max", 2)
+                             self.dilation, "max", 2, ceil_mode=self.ceil_mode)
 
 
 class AvgPool2d(Module):
@@ -47,7 +56,9 @@ class AvgPool2d(Module):
         kernel_size: an int or a pair.
         stride: an int or a pair; defaults to ``kernel_size``.
         padding: implicit zero padding on both sides (at most half the kernel).
+        ceil_mode: keep partial windows at the end (output size rounded up), as PyTorch.
         count_include_pad: whether the padded zeros count in the mean's denominator.
+        divisor_override: if given, every window's sum is divided by it instead.
 
     Example:
         >>> nn.AvgPool2d(2)(fg.ones((1, 3, 8, 8))).shape
@@ -57,9 +68,14 @@ class AvgPool2d(Module):
     kernel_size: tuple
     stride: tuple
     padding: tuple
+    ceil_mode: bool
     count_include_pad: bool
+    divisor_override: int | None
 
-    def __init__(self, kernel_size, stride=None, padding=0, count_include_pad: bool = True):
+    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
+                 count_include_pad: bool = True, divisor_override=None):
+        self.ceil_mode = bool(ceil_mode)
+        self.divisor_override = None if divisor_override is None else int(divisor_override)
         self.kernel_size = _windows.as_tuple("AvgPool2d", "kernel_size", kernel_size, 2)
         self.stride = self.kernel_size if stride is None else \
             _windows.as_tuple("AvgPool2d", "stride", stride, 2)
@@ -68,4 +84,5 @@ class AvgPool2d(Module):
 
     def forward(self, x) -> Tensor:
         return _windows.pool("AvgPool2d", x, self.kernel_size, self.stride, self.padding, 1,
-                             "avg", 2, self.count_include_pad)
+                             "avg", 2, self.count_include_pad, self.ceil_mode,
+                             self.divisor_override)

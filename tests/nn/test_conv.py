@@ -195,8 +195,66 @@ def test_avg_pool2d_matches_numpy(k, s, p, _, count_include_pad):
     x = rand(2, 3, 7, 6)
     want = np_pool(x, k, s or k, p, "avg", count_include_pad=count_include_pad)
     np.testing.assert_allclose(pool(fg.tensor(x)), want, rtol=1e-12)
-    np.testing.assert_allclose(F.avg_pool2d(fg.tensor(x), k, s, p, count_include_pad), want,
+    np.testing.assert_allclose(F.avg_pool2d(fg.tensor(x), k, s, p,
+                                            count_include_pad=count_include_pad), want,
                                rtol=1e-12)
+
+
+@pytest.mark.parametrize("ceil_mode", [False, True])
+@pytest.mark.parametrize("kind", ["max", "avg_pad", "avg_nopad"])
+@pytest.mark.parametrize("k,s,p", [(2, 2, 0), (3, 2, 1), (3, 2, 0), (2, 3, 1), (3, 1, 1)])
+def test_pooling_matches_pytorch_formulas_with_ceil_mode(k, s, p, kind, ceil_mode):
+    # PyTorch's output size: floor or ceil of (L + 2p - k) / s + 1, and a last window must
+    # start inside the input or its left padding; averages count padding (count_include_pad)
+    # but never the ceil_mode extension
+    x = rand(1, 2, 7, 8)
+    sizes = []
+    for length in x.shape[2:]:
+        out = -(-(length + 2 * p - k) // s) + 1 if ceil_mode else (length + 2 * p - k) // s + 1
+        if ceil_mode and (out - 1) * s >= length + p:
+            out -= 1
+        sizes.append(out)
+    want = np.zeros((1, 2, *sizes))
+    for i in range(sizes[0]):
+        for j in range(sizes[1]):
+            r0, c0 = i * s - p, j * s - p
+            r1, c1 = min(r0 + k, x.shape[2] + p), min(c0 + k, x.shape[3] + p)
+            window = x[:, :, max(r0, 0):min(r1, x.shape[2]), max(c0, 0):min(c1, x.shape[3])]
+            if kind == "max":
+                want[:, :, i, j] = window.max(axis=(2, 3))
+            elif kind == "avg_pad":
+                want[:, :, i, j] = window.sum(axis=(2, 3)) / ((r1 - r0) * (c1 - c0))
+            else:
+                want[:, :, i, j] = window.mean(axis=(2, 3))
+    if kind == "max":
+        got = F.max_pool2d(fg.tensor(x), k, s, p, ceil_mode=ceil_mode)
+        layer = nn.MaxPool2d(k, s, p, ceil_mode=ceil_mode)
+    else:
+        include = kind == "avg_pad"
+        got = F.avg_pool2d(fg.tensor(x), k, s, p, ceil_mode=ceil_mode, count_include_pad=include)
+        layer = nn.AvgPool2d(k, s, p, ceil_mode=ceil_mode, count_include_pad=include)
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+    np.testing.assert_allclose(layer(fg.tensor(x)), want, rtol=1e-12)
+
+
+def test_max_pool_gradient_goes_to_the_first_maximum_of_a_window():
+    # PyTorch routes the gradient of a tied maximum to its first element, not split evenly
+    grad = fg.grad(lambda x: F.max_pool2d(x, 2).sum())(fg.ones((1, 1, 4, 4)))
+    want = np.zeros((4, 4))
+    want[::2, ::2] = 1.0
+    np.testing.assert_array_equal(grad[0, 0], want)
+    jitted = fg.jit(fg.grad(lambda x: F.max_pool2d(x, 2, ceil_mode=True).sum()))
+    np.testing.assert_array_equal(jitted(fg.ones((1, 1, 4, 4)))[0, 0], want)
+
+
+def test_avg_pool_divisor_override_and_unsupported_indices():
+    x = fg.tensor(rand(1, 1, 4, 4))
+    got = nn.AvgPool2d(2, divisor_override=3)(x)
+    np.testing.assert_allclose(got, np.asarray(F.avg_pool2d(x, 2)) * 4 / 3, rtol=1e-12)
+    with pytest.raises(NotImplementedError, match="return_indices"):
+        F.max_pool2d(x, 2, return_indices=True)
+    with pytest.raises(ValueError, match="divisor_override"):
+        F.avg_pool2d(x, 2, divisor_override=0)
 
 
 def test_pool_grads_and_vmap():

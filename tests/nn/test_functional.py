@@ -102,6 +102,18 @@ def test_cross_entropy_integer_targets(reduction, weighted, label_smoothing):
     np.testing.assert_allclose(got, want, rtol=1e-10)
 
 
+@pytest.mark.parametrize("dtype", [np.uint8, np.uint16, np.uint32, np.int8, np.int64])
+def test_integer_labels_of_any_dtype(dtype):
+    # PyTorch takes byte labels; uint8 labels come straight from image datasets
+    logits = rand(4, 3)
+    labels = np.array([0, 1, 2, 1])
+    want = np_cross_entropy(logits, labels, None, reduction="mean", label_smoothing=0.0)
+    got = F.cross_entropy(fg.tensor(logits), fg.tensor(labels.astype(dtype)))
+    np.testing.assert_allclose(got, want, rtol=1e-10)
+    nll = F.nll_loss(F.log_softmax(fg.tensor(logits), 1), fg.tensor(labels.astype(dtype)))
+    np.testing.assert_allclose(nll, want, rtol=1e-10)
+
+
 def test_cross_entropy_shapes_probabilities_and_known_value():
     got = F.cross_entropy(fg.tensor([[2.0, 0.5, -1.0]]), fg.tensor([0]))
     np.testing.assert_allclose(got, math.log(math.exp(2) + math.exp(0.5) + math.exp(-1)) - 2,
