@@ -209,7 +209,7 @@ class Tracer(Tensor):
     def __index__(self):
         raise self._concretization_error("use as a Python index")
 
-    def item(self):
+    def item(self, *index):
         raise self._concretization_error(".item()")
 
     def tolist(self):

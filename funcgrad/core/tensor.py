@@ -69,6 +69,14 @@ class Tensor:
         return self._weak
 
     @property
+    def itemsize(self) -> int:
+        return self.dtype.itemsize
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * self.dtype.itemsize
+
+    @property
     def device(self) -> Device:
         placed = getattr(self._dev, "device", None)
         if placed is not None:
@@ -101,8 +109,11 @@ class Tensor:
             return arr.copy()
         return arr
 
-    def item(self):
-        """The value of a one-element tensor as a Python scalar."""
+    def item(self, *index):
+        """The value of a one-element tensor (or of the element at ``index``, as NumPy's
+        ``item``) as a Python scalar."""
+        if index:
+            return self._host().item(*index)
         if self.size != 1:
             raise ValueError(f"item(): only one-element tensors convert to a Python scalar, "
                              f"got shape {self.shape}")
@@ -236,7 +247,7 @@ def wrap(buf, weak: bool = False) -> Tensor:
     return t
 
 
-def _list_to_array(data) -> np.ndarray:
+def _list_to_array(data, keep_default: bool = True) -> np.ndarray:
     """Nested Python lists/tuples to an array with JAX's defaults for Python scalars."""
     try:
         arr = np.array(data)
@@ -249,7 +260,7 @@ def _list_to_array(data) -> np.ndarray:
                         "values to a tensor; use numbers, bools, tensors or arrays")
     if arr.dtype.kind in "US":
         raise TypeError("fg.tensor: strings cannot be converted to a tensor")
-    if _only_python_scalars(data):
+    if keep_default and _only_python_scalars(data):
         default = {"f": dtypes.float32, "i": dtypes.int32, "c": dtypes.complex64}.get(arr.dtype.kind)
         if default is not None and arr.dtype != default:
             if arr.dtype.kind == "i" and arr.size and (
@@ -288,7 +299,7 @@ def to_numpy_array(data, dtype=None) -> np.ndarray:
     elif isinstance(data, (list, tuple)):
         if any(isinstance(x, Tensor) for x in _flatten_list(data)):
             data = _tensors_to_arrays(data)
-        arr = _list_to_array(data)
+        arr = _list_to_array(data, keep_default=dtype is None)
     elif isinstance(data, (np.ndarray, np.generic)):
         arr = np.asarray(data)
         if arr.dtype == object:
@@ -301,10 +312,22 @@ def to_numpy_array(data, dtype=None) -> np.ndarray:
     if dtype is not None:
         target = dtypes.canonicalize(dtype)
         if arr.dtype != target:
+            if (target.kind in "iu" and arr.dtype.kind in "iu" and arr.size
+                    and isinstance(data, (bool, int, list, tuple))):
+                _check_fits(arr, target)  # Python ints out of range raise, as NumPy 2
             arr = arr.astype(target)
     else:
         dtypes.canonicalize(arr.dtype)  # raises ValueError on unsupported dtypes
     return arr
+
+
+def _check_fits(arr: np.ndarray, target: np.dtype) -> None:
+    info = np.iinfo(target)
+    low, high = int(arr.min()), int(arr.max())
+    if low < info.min or high > info.max:
+        bad = high if high > info.max else low
+        raise OverflowError(f"fg.tensor: Python integer {bad} out of bounds for "
+                            f"{target.name} (range {info.min}..{info.max})")
 
 
 def _tensors_to_arrays(data):

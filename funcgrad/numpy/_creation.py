@@ -41,7 +41,11 @@ def _placed(fn):
     def create(*args, **kwargs):
         device = kwargs.get("device", args[position] if len(args) > position else None)
         out = fn(*args, **kwargs)
-        return out if device is None else out.to(_lookup_device(device))
+        if device is None:
+            return out
+        if isinstance(out, tuple):  # linspace(..., retstep=True)
+            return (out[0].to(_lookup_device(device)), *out[1:])
+        return out.to(_lookup_device(device))
 
     return create
 
@@ -168,8 +172,9 @@ def arange(start, stop=None, step=None, dtype=None, device=None):
     return ew.convert_element_type(out, dtype)
 
 
+@_placed
 def linspace(start, stop, num: int = 50, endpoint: bool = True, retstep: bool = False,
-             dtype=None, axis: int = 0):
+             dtype=None, axis: int = 0, *, device=None):
     """``num`` evenly spaced values from start to stop (inclusive by default).
 
     >>> fnp.linspace(0.0, 1.0, 5)
@@ -229,7 +234,8 @@ def logspace(start, stop, num: int = 50, endpoint: bool = True, base: float = 10
     return out if dtype is None else out.astype(dtype)
 
 
-def eye(N: int, M: int | None = None, k: int = 0, dtype=None):
+@_placed
+def eye(N: int, M: int | None = None, k: int = 0, dtype=None, *, device=None):
     """Identity-like 2-d tensor: ones on diagonal ``k``.
 
     >>> fg.eye(2)

@@ -227,7 +227,17 @@ def round(x, decimals: int = 0):  # noqa: A001
     """
     x = asarray(x)
     if not dtypes.is_inexact(x.dtype):
-        return x
+        if decimals >= 0 or x.dtype == np.bool_:
+            return x
+        # integers to a multiple of 10**-decimals, half to even (as NumPy), in exact
+        # integer arithmetic: q = x // step, r = x % step (0 <= r < step)
+        step = 10 ** (-decimals)
+        if step > np.iinfo(x.dtype).max:
+            return x * 0
+        q, r = floor_divide(x, step), remainder(x, step)
+        rest = step - r
+        up = (r > rest) | ((r == rest) & (remainder(q, 2) != 0))
+        return (q + up.astype(x.dtype)) * step
     if decimals == 0:
         return apply_elementwise("round", ew.round_p, x)
     scale = 10.0 ** decimals

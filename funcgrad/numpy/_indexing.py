@@ -107,8 +107,12 @@ def _normalized_indices(value, size, axis):
     return ew.select_n(ew.lt(value, st.zeros_like(value)), value, ew.add(value, size_t))
 
 
-def getitem(x, index):
-    """``x[index]`` with NumPy semantics (advanced-index placement included)."""
+def getitem(x, index, fill=None):
+    """``x[index]`` with NumPy semantics (advanced-index placement included).
+
+    Concrete out-of-range indices raise ``IndexError``; traced ones (under jit, vmap, ...)
+    are clamped into range as JAX does, or, with ``fill`` given, pick ``fill`` instead.
+    """
     x = asarray(x)
     entries = _expand_entries(index, x.ndim)
     has_advanced = any(isinstance(e, _Advanced) for e in entries)
@@ -178,7 +182,12 @@ def getitem(x, index):
                            (*batch, 1)) for v in values]
         idx = st.concatenate(cols, len(batch))
         rest = [a for a in range(x.ndim) if a not in axes]
+        in_range = _traced_in_range(advanced, x.shape, batch) if fill is not None else None
         x = ix.gather(x, idx, axes)
+        if in_range is not None:
+            in_range = st.reshape(in_range, (*batch,) + (1,) * len(rest))
+            x = ew.select_n(broadcast_to(in_range, x.shape),
+                            st.full(x.shape, fill, x.dtype), x)
         nb = len(batch)
         where_rest = {a: nb + j for j, a in enumerate(rest)}
         perm = []
@@ -203,6 +212,23 @@ def getitem(x, index):
         final = [1 if item[0] == "new" else next(dims) for item in plan]
         return st.reshape(x, final)
     return x
+
+
+def _traced_in_range(advanced, shape, batch):
+    """Whether each traced advanced index row is in range (``[-size, size)``), broadcast to
+    the index batch shape; None when every index is concrete (those are checked already)."""
+    ok = None
+    for axis, value in advanced:
+        if not _is_traced(value):
+            continue
+        size = shape[axis]
+        value = asarray(value)
+        low = ew.ge(value, st.full(value.shape, -size, value.dtype))
+        high = ew.lt(value, st.full(value.shape, size, value.dtype))
+        good = ew.and_p.bind(low, high)
+        ok = good if ok is None else ew.and_p.bind(*(broadcast_to(g, broadcast_shapes(
+            "indexing", ok.shape, good.shape)) for g in (ok, good)))
+    return None if ok is None else broadcast_to(ok, batch)
 
 
 # --- functional updates: t.at[idx].set(v) -----------------------------------------------
@@ -277,7 +303,9 @@ class _AtRef:
 def _update(x, index, values, mode):
     x = asarray(x)
     index_dtype = dtypes.int32 if x.size < 2**31 else dtypes.int64
-    positions = getitem(st.reshape(st.iota(index_dtype, (x.size,), 0), x.shape), index)
+    # traced out-of-range indices point past the end, so the scatter drops them (as JAX)
+    positions = getitem(st.reshape(st.iota(index_dtype, (x.size,), 0), x.shape), index,
+                        fill=x.size)
     values = asarray(values)
     if values.dtype != x.dtype:
         values = ew.convert_element_type(values, x.dtype)
@@ -300,18 +328,49 @@ def _update(x, index, values, mode):
 # --- take, take_along_axis, sorting, nonzero ----------------------------------------------
 
 
-def take(x, indices, axis=None, mode=None):
+_TAKE_MODES = (None, "raise", "fill", "clip", "wrap")
+
+
+def take(x, indices, axis=None, mode=None, fill_value=None):
     """Elements of ``x`` at ``indices`` along ``axis`` (of the flattened ``x`` by default).
+
+    ``mode``: ``"clip"`` clamps indices into range, ``"wrap"`` takes them modulo the size;
+    by default (``None``/``"raise"``/``"fill"``) a concrete out-of-range index raises
+    ``IndexError`` and a traced one picks ``fill_value`` (NaN for floats, as JAX).
 
     >>> fnp.take(fg.tensor([10, 20, 30]), fg.tensor([2, 0]))
     tensor([30, 10], dtype=int32)
     """
+    if mode not in _TAKE_MODES:
+        raise ValueError(f"take: mode must be one of {_TAKE_MODES[1:]} (or None), got {mode!r}")
     x = asarray(x)
     if axis is None:
         x, axis = st.reshape(x, (x.size,)), 0
     axis = normalize_axis("take", axis, x.ndim)
     indices = indices if isinstance(indices, Tensor) else _index_array(indices)
-    return getitem(x, (slice(None),) * axis + (indices,))
+    size = x.shape[axis]
+    if mode in ("clip", "wrap") and size:
+        bound = st.full(indices.shape, size, indices.dtype)
+        if mode == "clip":
+            indices = ew.max(st.zeros_like(indices), ew.min(indices, ew.sub(bound, st.full(
+                indices.shape, 1, indices.dtype))))
+        else:
+            indices = ew.rem(ew.add(ew.rem(indices, bound), bound), bound)
+        return getitem(x, (slice(None),) * axis + (indices,))
+    if fill_value is None:
+        fill_value = _default_fill(x.dtype)
+    return getitem(x, (slice(None),) * axis + (indices,), fill=fill_value)
+
+
+def _default_fill(dtype):
+    """JAX's fill for out-of-range ``take``: NaN, the most negative signed int, the largest
+    unsigned int, True."""
+    if dtypes.is_inexact(dtype):
+        return np.nan
+    if dtype == np.bool_:
+        return True
+    info = np.iinfo(dtype)
+    return info.min if dtype.kind == "i" else info.max
 
 
 def take_along_axis(x, indices, axis):

@@ -189,6 +189,24 @@ _METHODS = {
 }
 
 
+# methods NumPy's own functions call with ``out=None`` (``np.sum(t)`` -> ``t.sum(axis=None,
+# dtype=None, out=None)``), as they do for JAX arrays
+_TAKES_OUT = ("sum", "mean", "max", "min", "argmax", "argmin", "prod", "std", "var", "all",
+              "any", "cumsum", "cumprod", "clip", "round", "take")
+
+
+def _without_out(name, fn):
+    def method(self, *args, out=None, **kwargs):
+        if out is not None:
+            raise TypeError(f"Tensor.{name}: out= is not supported because funcgrad tensors "
+                            "are immutable; use the returned tensor instead")
+        return fn(self, *args, **kwargs)
+
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = fn.__doc__
+    return method
+
+
 _UNARY_OPERATORS = ("__neg__", "__pos__", "__abs__", "__invert__", "__getitem__")
 _OPERAND_TYPES = (Tensor, np.ndarray, np.generic, bool, int, float, complex, list, tuple)
 
@@ -211,7 +229,7 @@ def _install():
         direct = name in _UNARY_OPERATORS or getattr(fn, "defers_unknown", False)
         setattr(Tensor, name, fn if direct else _defer_unknown(fn))
     for name, fn in _METHODS.items():
-        setattr(Tensor, name, fn)
+        setattr(Tensor, name, _without_out(name, fn) if name in _TAKES_OUT else fn)
     Tensor.T = property(lambda self: fnp.transpose(self))
     Tensor.mT = property(lambda self: fnp.swapaxes(self, -1, -2))
     Tensor.real = property(fnp.real)

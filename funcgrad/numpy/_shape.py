@@ -114,6 +114,9 @@ def expand_dims(x, axis):
     axes = axis if isinstance(axis, (tuple, list)) else (axis,)
     ndim = x.ndim + len(axes)
     positions = sorted(normalize_axis("expand_dims", a, ndim) for a in axes)
+    if len(set(positions)) != len(positions):
+        raise ValueError(f"expand_dims: repeated axis in {tuple(axes)} (for a result of rank "
+                         f"{ndim})")
     shape = list(x.shape)
     for p in positions:
         shape.insert(p, 1)

@@ -570,3 +570,9 @@ def test_at_values_that_do_not_fit_the_selection():
         fg.tensor([1, 2]).at[0].set(fg.ones(3))
     with pytest.raises(ValueError, match=r"at\[\]\.add.*\(1, 2\).*\(2,\)"):
         fg.zeros((2, 2)).at[0].add(fg.ones((1, 2)))
+
+
+def test_nbytes_itemsize_and_item_with_an_index():
+    t = fg.tensor(np.arange(6, dtype=np.float64).reshape(2, 3))
+    assert t.itemsize == 8 and t.nbytes == 48
+    assert t.item(4) == 4.0 and t.item(1, 2) == 5.0

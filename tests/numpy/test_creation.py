@@ -175,3 +175,18 @@ def test_bad_arguments_are_clear_errors():
         fg.arange(float("inf"))
     with pytest.raises(TypeError, match="shape"):
         fg.zeros(2.5)
+
+
+def test_python_ints_out_of_range_for_the_requested_dtype_raise():
+    # as NumPy 2 and jnp.array: no silent wrap-around
+    for data, dtype in (([300], fg.int8), (300, fg.int8), ([-1], fg.uint8), ([2**31], fg.int32)):
+        with pytest.raises(OverflowError, match="out of bounds"):
+            fg.tensor(data, dtype=dtype)
+    assert fg.tensor([2**40], dtype=fg.int64).tolist() == [2**40]
+    assert fg.tensor([255], dtype=fg.uint8).tolist() == [255]
+
+
+def test_eye_and_linspace_take_a_device():
+    assert fg.eye(2, device="cpu").device == fg.device("cpu")
+    values, step = fnp.linspace(0, 1, 3, retstep=True, device="cpu")
+    assert values.tolist() == [0.0, 0.5, 1.0] and float(step) == 0.5

@@ -298,3 +298,24 @@ def test_dtype_errors_name_the_op():
         fnp.arctan2(fg.tensor([1j]), fg.tensor([1j]))
     with pytest.raises(OverflowError, match="300.*uint8"):
         fg.ones(2, dtype=fg.uint8) + 300
+
+
+@pytest.mark.parametrize("dtype,decimals", [(np.int32, -1), (np.int8, -2), (np.int64, -3),
+                                            (np.uint8, -1), (np.int16, -6)])
+def test_round_integers_to_negative_decimals_as_numpy(dtype, decimals):
+    data = np.array([15, 25, -35, 44, -45, 5, 149, -150, 127, 0], np.int64)
+    data = data[(data >= np.iinfo(dtype).min) & (data <= np.iinfo(dtype).max)].astype(dtype)
+    want = np.round(data, decimals)
+    np.testing.assert_array_equal(fnp.round(fg.tensor(data), decimals), want)
+    np.testing.assert_array_equal(fg.jit(lambda x: x.round(decimals))(fg.tensor(data)), want)
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int32, np.int64, np.uint8, np.uint32])
+def test_float_to_int_saturates_and_maps_nan_to_zero(dtype):
+    # as JAX/XLA (a plain C cast is undefined there); eager and jit agree
+    info = np.iinfo(dtype)
+    data = np.array([np.nan, 1e30, -1e30, np.inf, -np.inf, 3.7, -2.5], np.float32)
+    want = np.array([0, info.max, info.min, info.max, info.min, 3,
+                     -2 if info.min < 0 else 0], dtype)
+    np.testing.assert_array_equal(fg.tensor(data).astype(dtype), want)
+    np.testing.assert_array_equal(fg.jit(lambda x: x.astype(dtype))(fg.tensor(data)), want)

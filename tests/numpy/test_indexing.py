@@ -237,3 +237,68 @@ def test_scatter_drops_out_of_bounds_updates():
     out = ix.scatter(x, fg.tensor(np.array([[5], [1], [-1]], np.int32)),
                      fg.tensor(np.array([1.0, 2.0, 3.0])), (0,), "add")
     _check(out, np.array([0.0, 2.0, 0.0]))
+
+
+@pytest.mark.parametrize("mode", ["set", "add", "mul", "min", "max"])
+def test_compiled_gather_and_scatter_agree_with_eager_out_of_range(mode):
+    # IREE neither clamps gathers nor drops out-of-range scatters by itself (it read garbage,
+    # corrupted memory or crashed): the lowering must, exactly as the eager impls do
+    x = fg.tensor(np.arange(12.0).reshape(3, 4))
+    idx = fg.tensor(np.array([[7], [1], [-2], [10**8], [2]], np.int32))
+    ups = fg.tensor(np.arange(20.0).reshape(5, 4) + 100)
+    eager_g, eager_s = ix.gather(x, idx, (0,)), ix.scatter(x, idx, ups, (0,), mode)
+    jit_g = fg.jit(lambda a, i: ix.gather(a, i, (0,)))(x, idx)
+    jit_s = fg.jit(lambda a, i, u: ix.scatter(a, i, u, (0,), mode))(x, idx, ups)
+    np.testing.assert_array_equal(jit_g, eager_g)
+    np.testing.assert_array_equal(jit_s, eager_s)
+
+
+def test_traced_out_of_range_indices_follow_jax():
+    # reads clamp, take fills (NaN), .at[] updates are dropped - under jit and vmap alike
+    x = fg.tensor(np.arange(12.0).reshape(3, 4))
+    rows = fg.tensor(np.array([0, 5], np.int32))
+    np.testing.assert_array_equal(fg.jit(lambda a, i: a[i])(x, fg.tensor(5)), [8, 9, 10, 11])
+    np.testing.assert_array_equal(fg.jit(lambda a, i: fnp.take(a, i, axis=0))(x, rows),
+                                  [[0, 1, 2, 3], [np.nan] * 4])
+    added = fg.jit(lambda a, i: a.at[i].add(1.0))(x, rows)
+    np.testing.assert_array_equal(added, np.asarray(x) + [[1], [0], [0]])
+    for run in (fg.vmap, lambda f: fg.jit(fg.vmap(f))):
+        per_row = run(lambda a, i: a.at[i].add(10.0))(x, fg.tensor(np.array([0, 7, 3])))
+        want = np.arange(12.0).reshape(3, 4)
+        want[0, 0] += 10
+        want[2, 3] += 10
+        np.testing.assert_array_equal(per_row, want)
+    with pytest.raises(IndexError):  # a concrete index is checked, as NumPy
+        x.at[5].add(1.0)
+
+
+@pytest.mark.parametrize("name", ["scatter", "scatter_in_loop", "device_input"])
+def test_jit_never_changes_its_input_tensors(name):
+    # IREE updates a scatter's operand in place, even the caller's buffer (imported without
+    # a copy, or a previous jit result): tensors are immutable, so that must not show
+    start = np.arange(12.0).reshape(3, 4)
+    x = fg.tensor(start)
+    if name == "device_input":
+        x = fg.jit(lambda a: a * 1.0)(x)
+    programs = {
+        "scatter": lambda a: a.at[fg.tensor(np.array([0, 1]))].add(1.0),
+        "device_input": lambda a: a.at[fg.tensor(np.array([0, 1]))].min(-1.0),
+        "scatter_in_loop": lambda a: fg.fori_loop(0, 3, lambda i, c: c.at[i].add(1.0), a),
+    }
+    out = np.asarray(fg.jit(programs[name])(x))
+    np.testing.assert_array_equal(np.asarray(x), start)
+    assert not np.array_equal(out, start)
+
+
+def test_take_modes():
+    x = fg.tensor(np.arange(12.0).reshape(3, 4))
+    np.testing.assert_array_equal(fnp.take(x, fg.tensor([100, -9]), axis=1, mode="clip"),
+                                  np.take(np.asarray(x), [100, -9], axis=1, mode="clip"))
+    np.testing.assert_array_equal(fnp.take(x, fg.tensor([5, -1]), axis=1, mode="wrap"),
+                                  np.take(np.asarray(x), [5, -1], axis=1, mode="wrap"))
+    traced = fg.jit(lambda a, i: fnp.take(a, i, mode="fill", fill_value=-1.0))
+    np.testing.assert_array_equal(traced(x, fg.tensor([3, 12])), [3.0, -1.0])
+    ints = fg.jit(lambda a, i: fnp.take(a, i))(fg.tensor([1, 2]), fg.tensor([0, 9]))
+    assert ints.tolist() == [1, np.iinfo(np.int32).min]
+    with pytest.raises(ValueError, match="mode"):
+        fnp.take(x, fg.tensor([0]), mode="bogus")

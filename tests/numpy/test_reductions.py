@@ -237,3 +237,17 @@ def test_repeated_axis():
 def test_reductions_accept_lists_and_arrays():
     _check(fnp.sum([1.0, 2.0]), np.float32(3.0))
     _check(fnp.max(np.array([1, 7, 3])), np.int64(7))
+
+
+@pytest.mark.parametrize("name", ["sum", "mean", "max", "min", "prod", "std", "var", "any",
+                                  "all", "argmax", "argmin", "cumsum"])
+def test_numpy_functions_accept_tensors(name):
+    # NumPy's functions call the method with out=None, as they do for JAX arrays
+    data = np.array([[1.0, 2.0], [3.0, 4.0]])
+    got = getattr(np, name)(fg.tensor(data))
+    np.testing.assert_allclose(np.asarray(got), getattr(np, name)(data))
+
+
+def test_out_argument_is_refused_with_the_reason():
+    with pytest.raises(TypeError, match="immutable"):
+        fg.tensor([1.0]).sum(out=np.zeros(()))

@@ -298,3 +298,10 @@ def test_bad_arguments_are_clear_errors():
 def test_reshape_accepts_integer_like_dims():
     assert fnp.reshape(fg.ones(6), np.array([3, 2])).shape == (3, 2)
     assert fg.ones(6).reshape(fg.tensor(2), -1).shape == (2, 3)
+
+
+def test_expand_dims_rejects_a_repeated_axis():
+    with pytest.raises(ValueError, match="repeated axis"):
+        fnp.expand_dims(fg.ones((2, 3)), (0, 0))
+    with pytest.raises(ValueError, match="repeated axis"):
+        fnp.expand_dims(fg.ones((2, 3)), (1, -3))

@@ -571,8 +571,13 @@ def _convert_impl(x, *, new_dtype, weak_type=False):
     if x.dtype.kind == "c" and new_dtype.kind != "c":
         x = np.real(x)
     if new_dtype.kind in "iu" and x.dtype.kind == "f":
+        # saturating, NaN -> 0 (as JAX/XLA; a plain cast is undefined out of range)
+        info = np.iinfo(new_dtype)
         with np.errstate(all="ignore"):
-            return x.astype(new_dtype)
+            out = x.astype(new_dtype)
+            out = np.where(x >= info.max, info.max, out)
+            out = np.where(x <= info.min, info.min, out)
+            return np.where(np.isnan(x), 0, out).astype(new_dtype, copy=False)
     return x.astype(new_dtype)
 
 
@@ -811,7 +816,22 @@ def _lower_convert(ctx, args, in_avals, out_avals, *, new_dtype, weak_type=False
         from funcgrad.lowering import rules
 
         (x,) = rules.fusion_barrier(ctx, [x], [src])  # see rules.fusion_barrier
+    if aval.dtype.kind in "iu" and dtypes.is_inexact(src.dtype):
+        return [_saturating_float_to_int(ctx, x, src, aval)]
     return ctx.op("stablehlo.convert", [x], out_avals)
+
+
+def _saturating_float_to_int(ctx, x, src, aval):
+    """Float to int as the eager impl (and XLA): out-of-range values saturate, NaN is 0."""
+    from funcgrad.lowering import rules
+
+    info = np.iinfo(aval.dtype)
+    out = ctx.op1("stablehlo.convert", [x], aval)
+    for bound, direction in ((info.max, "GE"), (info.min, "LE")):
+        beyond = rules.compare(ctx, x, ctx.full(bound, src), src, direction)
+        out = ctx.op1("stablehlo.select", [beyond, ctx.full(bound, aval), out], aval)
+    is_nan = rules.compare(ctx, x, x, src, "NE")
+    return ctx.op1("stablehlo.select", [is_nan, ctx.full(0, aval), out], aval)
 
 
 _declare_lowerings()

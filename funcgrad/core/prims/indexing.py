@@ -343,6 +343,15 @@ def _dimension_lists(operand, indices, axes):
             batch_rank)
 
 
+def _index_bounds(ctx, operand, indices, axes, offset: int):
+    """Per index column, ``dim - 1 + offset`` for the column's axis, broadcast to the
+    indices' shape."""
+    bound = ctx.constant(np.array([max(operand.shape[a] - 1, 0) + offset for a in axes],
+                                  indices.dtype))
+    return ctx.op1("stablehlo.broadcast_in_dim", [bound], indices,
+                   {"broadcast_dimensions": ctx.i64_array([indices.ndim - 1])})
+
+
 def _lower_gather(ctx, args, in_avals, out_avals, *, axes):
     operand, indices = in_avals
     window, collapsed, index_map, batch_rank = _dimension_lists(operand, indices, axes)
@@ -350,6 +359,12 @@ def _lower_gather(ctx, args, in_avals, out_avals, *, axes):
         f"#stablehlo.gather<offset_dims = [{window}], collapsed_slice_dims = [{collapsed}], "
         f"start_index_map = [{index_map}], index_vector_dim = {batch_rank}>")
     sizes = [1 if d in axes else operand.shape[d] for d in range(operand.ndim)]
+    # clamped here, as the eager impl does: IREE reads out of bounds otherwise (garbage, or
+    # a segmentation fault), although StableHLO specifies clamping
+    clamped = ctx.op1("stablehlo.clamp", [ctx.full(0, indices), args[1],
+                                          _index_bounds(ctx, operand, indices, axes, 0)],
+                      indices)
+    args = [args[0], clamped]
     return ctx.op("stablehlo.gather", args, out_avals, {
         "dimension_numbers": numbers, "slice_sizes": ctx.i64_array(sizes),
         "indices_are_sorted": ctx.bool_attr(False)})
@@ -359,14 +374,64 @@ _SCATTER_COMBINE = {"add": "stablehlo.add", "mul": "stablehlo.multiply",
                     "min": "stablehlo.minimum", "max": "stablehlo.maximum"}
 
 
+def _rows_in_range(ctx, index_arg, operand, indices, axes):
+    """A bool tensor of the index batch shape: whether every column of a row is in range."""
+    from funcgrad.lowering import rules
+
+    bool_ = dtypes.bool_
+    rows = ShapedArray(indices.shape[:-1], bool_)
+    lower_ok = rules.compare(ctx, index_arg, ctx.full(0, indices), indices, "GE")
+    upper_ok = rules.compare(ctx, index_arg, _index_bounds(ctx, operand, indices, axes, 0),
+                             indices, "LE")
+    in_range = ctx.op1("stablehlo.and", [lower_ok, upper_ok],
+                       ShapedArray(indices.shape, bool_))
+    valid = None
+    column = ShapedArray((*indices.shape[:-1], 1), bool_)
+    for c in range(len(axes)):
+        start = [0] * indices.ndim
+        start[-1] = c
+        piece = ctx.op1("stablehlo.slice", [in_range], column, {
+            "start_indices": ctx.i64_array(start),
+            "limit_indices": ctx.i64_array([*indices.shape[:-1], c + 1]),
+            "strides": ctx.i64_array([1] * indices.ndim)})
+        piece = ctx.op1("stablehlo.reshape", [piece], rows)
+        valid = piece if valid is None else ctx.op1("stablehlo.and", [valid, piece], rows)
+    return valid
+
+
+def _broadcast_rows(ctx, valid, aval):
+    """Row validity (the leading dims of ``aval``) broadcast to ``aval``'s shape."""
+    return ctx.op1("stablehlo.broadcast_in_dim", [valid], ShapedArray(aval.shape, dtypes.bool_),
+                   {"broadcast_dimensions": ctx.i64_array(range(valid.type.rank))})
+
+
 def _lower_scatter(ctx, args, in_avals, out_avals, *, axes, mode):
+    """Two IREE 3.13 behaviours the lowering steers around: out-of-range updates are
+    written out of bounds (corrupting memory) where they must be dropped, and a scatter
+    updates its operand's buffer in place even when that buffer is the caller's input (a
+    jit call then changed its argument tensors).  So the operand is first copied into a
+    buffer one row longer on each indexed axis (a fresh buffer the scatter may update in
+    place), out-of-range rows are sent to that spare row, and the spare row is sliced off."""
     operand, indices, updates = in_avals
     window, inserted, index_map, batch_rank = _dimension_lists(operand, indices, axes)
     numbers = ctx.attr(
         f"#stablehlo.scatter<update_window_dims = [{window}], inserted_window_dims = "
         f"[{inserted}], scatter_dims_to_operand_dims = [{index_map}], "
         f"index_vector_dim = {batch_rank}>")
-    op = ctx.op("stablehlo.scatter", args, out_avals, {
+    target, index_arg, update_arg = args
+    valid = _broadcast_rows(ctx, _rows_in_range(ctx, index_arg, operand, indices, axes),
+                            indices)
+    spare = _index_bounds(ctx, operand, indices, axes, 1)
+    index_arg = ctx.op1("stablehlo.select", [valid, index_arg, spare], indices)
+    grown = ShapedArray(tuple(n + 1 if d in axes else n for d, n in enumerate(operand.shape)),
+                        operand.dtype)
+    target = ctx.op1("stablehlo.pad", [target, ctx.constant(np.zeros((), operand.dtype))],
+                     grown, {
+                         "edge_padding_low": ctx.i64_array([0] * operand.ndim),
+                         "edge_padding_high": ctx.i64_array(
+                             [1 if d in axes else 0 for d in range(operand.ndim)]),
+                         "interior_padding": ctx.i64_array([0] * operand.ndim)})
+    op = ctx.op("stablehlo.scatter", [target, index_arg, update_arg], [grown], {
         "scatter_dimension_numbers": numbers, "indices_are_sorted": ctx.bool_attr(False),
         "unique_indices": ctx.bool_attr(False)}, regions=1)
     scalar = ShapedArray((), operand.dtype)
@@ -376,7 +441,10 @@ def _lower_scatter(ctx, args, in_avals, out_avals, *, axes, mode):
         combine = _SCATTER_COMBINE[mode]
         ctx.scalar_body(op.regions[0], operand.dtype,
                         lambda old, new: ctx.op1(combine, [old, new], scalar))
-    return list(op.results)
+    return [ctx.op1("stablehlo.slice", list(op.results), out_avals[0], {
+        "start_indices": ctx.i64_array([0] * operand.ndim),
+        "limit_indices": ctx.i64_array(operand.shape),
+        "strides": ctx.i64_array([1] * operand.ndim)})]
 
 
 gather_p.lower = _lower_gather
