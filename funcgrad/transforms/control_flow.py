@@ -835,13 +835,42 @@ def fori_loop(lower, upper, body_fun, init_val):
 # =========================================================================================
 
 
+# branches whose every operation writes at most this many elements are lowered by
+# evaluating all of them and selecting (see _lower_cond)
+_SELECT_BRANCH_WORK = 1 << 16
+# primitives whose effect must happen only in the branch taken
+_EFFECTFUL = ("debug_print",)
+
+
+def _selectable(branches) -> bool:
+    """Whether cond branches are small straight-line code: no loops, conds, calls or
+    effects, no operation larger than _SELECT_BRANCH_WORK elements."""
+    for branch in branches:
+        for eqn in branch.equations:
+            subprograms = [sub for value in eqn.params.values()
+                           for sub in (value if isinstance(value, tuple) else (value,))
+                           if isinstance(sub, IR)]
+            if subprograms or eqn.prim.name in _EFFECTFUL:
+                return False
+            if any(o.aval.size > _SELECT_BRANCH_WORK for o in eqn.outputs):
+                return False
+    return True
+
+
 def _lower_cond(ctx, args, in_avals, out_avals, *, branches):
-    """A stablehlo.case.  Each branch returns its values through an optimization barrier:
-    without it IREE 3.13 mis-schedules the buffers of a case whose branches return values
-    made outside it (a ``lambda s: s`` branch) or constants, and the module fails at run
-    time ("ref is null" in hal.buffer_view.create, or "indirect buffer reference ... out
-    of range"; the zoom line search of funcgrad/optim/lbfgs.py hit both)."""
+    """Small straight-line branches: all are evaluated and the results selected by index.
+    IREE 3.13 mis-schedules the buffers of stablehlo.case in loops (a branch returning a
+    carried value or a constant fails at run time with "indirect buffer reference ... out
+    of range", or the loop never ends, as jit(grad) of a scan holding a cond did), and a
+    select of a few small values costs less than a case anyway.
+
+    Other branches: a stablehlo.case, each branch returning its values through an
+    optimization barrier (without it the same mis-scheduling hit the zoom line search of
+    funcgrad/optim/lbfgs.py outside loops: "ref is null" in hal.buffer_view.create)."""
     index, operands = args[0], args[1:]
+    if _selectable(branches):
+        return _select_branches(ctx, index, in_avals[0], list(operands), branches,
+                                out_avals)
     op = ctx.op("stablehlo.case", [index], out_avals, regions=len(branches))
     result_avals = [a.strip_weak() for a in out_avals]
     for region, branch in zip(op.regions, branches, strict=False):
@@ -852,6 +881,23 @@ def _lower_cond(ctx, args, in_avals, out_avals, *, branches):
                 outs = ctx.op("stablehlo.optimization_barrier", outs, result_avals)
             ctx.op("stablehlo.return", outs, [])
     return list(op.results)
+
+
+def _select_branches(ctx, index, index_aval, operands, branches, out_avals):
+    from funcgrad.lowering import rules
+
+    results = ctx.lower_ir(branches[0], operands)
+    for k, branch in enumerate(branches[1:], 1):
+        outs = ctx.lower_ir(branch, operands)
+        chosen = rules.compare(ctx, index, ctx.full(k, index_aval), index_aval, "EQ")
+        results = [ctx.op1("stablehlo.select", [chosen, new, old], aval.strip_weak())
+                   for new, old, aval in zip(outs, results, out_avals, strict=True)]
+    if results:
+        # a fusion boundary: IREE 3.13 otherwise fuses a chain of many selected conds
+        # into one dispatch with more buffer bindings than its limit of 32
+        results = ctx.op("stablehlo.optimization_barrier", results,
+                         [a.strip_weak() for a in out_avals])
+    return results
 
 
 def _unused_inputs(program: IR, positions) -> bool:
@@ -909,9 +955,11 @@ _SCAN_UNROLL_BUDGET = 512
 
 
 def _unroll_factor(length: int, body: IR) -> int:
-    if any(eqn.prim is cond_p for eqn in body.equations):
+    if any(eqn.prim is cond_p and not _selectable(eqn.params["branches"])
+           for eqn in body.equations):
         # IREE 3.13 fails to compile (stream "failed to solve for usage analysis") or to
-        # run a long chain of stablehlo.case ops in one loop iteration: one step each.
+        # run a long chain of stablehlo.case ops in one loop iteration: one step each
+        # (small conds are selects, see _lower_cond, and unroll like any operation)
         return 1
     limit = max(1, min(_SCAN_MAX_UNROLL, _SCAN_UNROLL_BUDGET // max(len(body.equations), 1),
                        max(length, 1)))

@@ -1,0 +1,75 @@
+"""Control flow under jit that IREE 3.13 handled wrongly when lowered naively: conds inside
+loops (jit(grad) of a scan or fori_loop holding a cond crashed with "indirect buffer
+reference ... out of range" or never returned), long chains of conds, effects in branches.
+Small branches are lowered as selects; these tests pin the values against eager runs."""
+
+import numpy as np
+import pytest
+
+import funcgrad as fg
+import funcgrad.numpy as fnp
+
+XS = fg.tensor([0.3, -0.5, 0.9])
+
+
+def _scan_cond(w):
+    body = lambda c, x: (fg.cond(x > 0, lambda u: u + 1, lambda u: u * x, c), None)  # noqa: E731
+    return fg.scan(body, w, XS)[0]
+
+
+def _fori_cond(w):
+    return fg.fori_loop(0, 3, lambda i, c: fg.cond(i > 0, lambda u: u + 1, lambda u: u * 2, c),
+                        w)
+
+
+def _scan_switch(w):
+    def body(c, x):
+        index = (x > 0).astype(fg.int32) + (x > 0.5).astype(fg.int32)
+        return fg.switch(index, [lambda u: u + 1, lambda u: u * x, fnp.sin], c), None
+    return fg.scan(body, w, XS)[0]
+
+
+def _switch_on_saved_indices(w):
+    # a forward scan stacking int outputs, then a reverse scan switching on them
+    def forward(carry, _):
+        step, value = carry
+        taken = (step > 0).astype(fg.int32)
+        return (step + 1, fg.switch(taken, [lambda v: v * 2, lambda v: v + 1], value)), taken
+    (_, value), taken = fg.scan(forward, (fg.tensor(0), w), None, length=3)
+    back, _ = fg.scan(lambda c, i: (fg.switch(i, [lambda v: v * 2, lambda v: v], c), None),
+                      value, taken, reverse=True)
+    return back
+
+
+@pytest.mark.timeout(240)
+@pytest.mark.parametrize("fun", [_scan_cond, _fori_cond, _scan_switch, _switch_on_saved_indices])
+def test_conds_in_loops_under_jit_and_grad(fun):
+    w = fg.tensor(0.2)
+    np.testing.assert_allclose(fg.jit(fun)(w), fun(w), rtol=1e-6)
+    np.testing.assert_allclose(fg.jit(fg.grad(fun))(w), fg.grad(fun)(w), rtol=1e-6)
+
+
+@pytest.mark.timeout(240)
+def test_a_long_chain_of_conds_in_straight_line_code():
+    y = fg.tensor(np.full(8, 3.0, np.float32))
+
+    def f(x):
+        total = fnp.zeros(())
+        for i in range(60):
+            x, total = fg.cond(x.sum() > i, lambda v, t: (v * 0.5, t + 1.0),
+                               lambda v, t: (y, fnp.zeros(())), x, total)
+        return x, total
+
+    x = fg.tensor(np.ones(8, np.float32))
+    for got, want in zip(fg.jit(f)(x), f(x), strict=True):
+        np.testing.assert_allclose(got, want)
+
+
+def test_an_effect_in_a_branch_happens_only_when_taken(capsys):
+    def f(x):
+        return fg.cond(x > 0, lambda v: (fg.debug.print("positive {v}", v=v), v)[1],
+                       lambda v: (fg.debug.print("negative {v}", v=v), -v)[1], x)
+
+    assert float(fg.jit(f)(fg.tensor(2.0))) == 2.0
+    out = capsys.readouterr().out
+    assert "positive" in out and "negative" not in out
