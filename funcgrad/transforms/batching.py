@@ -120,39 +120,47 @@ def _move_out(value, dim, out_axis, axis_size):
 def vmap(fun, in_axes=0, out_axes=0, axis_size: int | None = None):
     """Vectorize ``fun`` over an axis of its inputs (``in_axes``) and outputs (``out_axes``).
 
-    ``in_axes`` is an int, ``None`` (not mapped) or a pytree prefix of the arguments.
+    ``in_axes`` is an int, ``None`` (not mapped) or a pytree prefix of the positional
+    arguments; keyword arguments are always mapped over their axis 0 (as JAX).
 
     >>> fg.vmap(lambda row: row.sum())(fg.ones((3, 4)))
     tensor([4., 4., 4.], dtype=float32)
     """
     if isinstance(in_axes, list):
         in_axes = tuple(in_axes)
+    names = _parameter_names(fun)
 
     @functools.wraps(fun)
     def batched(*args, **kwargs):
         if isinstance(in_axes, tuple) and len(in_axes) != len(args):
             raise ValueError(f"vmap: in_axes has {len(in_axes)} entries but the function got "
                              f"{len(args)} positional arguments")
-        flat, in_tree = tree_flatten(args)
+        flat, in_tree = tree_flatten((args, kwargs))
         axes = _broadcast_prefix(in_axes, args, "in_axes")
-        flat = [as_tensor(x) if a is not None else x for x, a in zip(flat, axes, strict=False)]
+        axes += [0] * (len(flat) - len(axes))  # keyword arguments: axis 0
+        flat = [as_tensor(x) if a is not None else x for x, a in zip(flat, axes, strict=True)]
         sizes = {}
-        paths = optree.tree_paths(args, namespace="funcgrad")
-        for i, (x, a) in enumerate(zip(flat, axes, strict=False)):
+        paths = optree.tree_paths((args, kwargs), namespace="funcgrad")
+        for i, (x, a) in enumerate(zip(flat, axes, strict=True)):
             if a is None:
                 continue
+            where = _describe(names, paths[i], x)
             if not isinstance(a, int):
                 raise TypeError(f"vmap: in_axes entries must be int or None, got {a!r}")
             if not -x.ndim <= a < max(x.ndim, 0) or x.ndim == 0:
-                raise ValueError(f"vmap: in_axes={a} out of range for argument {_path(paths[i])} "
-                                 f"of shape {x.shape} (rank {x.ndim})")
+                hint = (" (keyword arguments are always mapped over axis 0, as in JAX; pass "
+                        "an unmapped value positionally with in_axes=None, or close over "
+                        "it)") if paths[i][0] == 1 else ""
+                raise ValueError(f"vmap: in_axes={a} out of range for {where} (rank "
+                                 f"{x.ndim}){hint}")
             axes[i] = a % x.ndim
-            sizes[_path(paths[i])] = x.shape[axes[i]]
+            sizes[where] = x.shape[axes[i]]
         distinct = set(sizes.values())
         if axis_size is not None:
             distinct.add(axis_size)
         if len(distinct) > 1:
-            listing = ", ".join(f"argument {p} has size {s}" for p, s in sizes.items())
+            listing = ", ".join(f"{where} has size {s} on the mapped axis"
+                                for where, s in sizes.items())
             if axis_size is not None:
                 listing += f", axis_size={axis_size}"
             raise ValueError(f"vmap got inconsistent sizes for the mapped axis: {listing}")
@@ -163,17 +171,42 @@ def vmap(fun, in_axes=0, out_axes=0, axis_size: int | None = None):
         interp = BatchInterpreter(_interp.current(), size)
         try:
             with _interp.using(interp):
-                ins = [interp.lift(x, a) for x, a in zip(flat, axes, strict=False)]
-                out = fun(*tree_unflatten(in_tree, ins), **kwargs)
+                ins = [interp.lift(x, a) for x, a in zip(flat, axes, strict=True)]
+                call_args, call_kwargs = tree_unflatten(in_tree, ins)
+                out = fun(*call_args, **call_kwargs)
             out_flat, out_tree = tree_flatten(out)
             unpacked = [interp.unpack(o) for o in out_flat]
         finally:
             interp.active = False
         out_axes_flat = _broadcast_prefix(out_axes, out, "out_axes")
-        results = [_move_out(v, d, oa, size) for (v, d), oa in zip(unpacked, out_axes_flat, strict=False)]
+        results = [_move_out(v, d, oa, size)
+                   for (v, d), oa in zip(unpacked, out_axes_flat, strict=False)]
         return tree_unflatten(out_tree, results)
 
     return batched
+
+
+def _parameter_names(fun) -> list | None:
+    import inspect
+
+    try:
+        return [p.name for p in inspect.signature(fun).parameters.values()
+                if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    except (TypeError, ValueError):
+        return None
+
+
+def _describe(names, path, x) -> str:
+    """``argument w of shape (3, 4)``: a leaf of vmap's (args, kwargs) by its name."""
+    kind, key, *rest = path
+    if kind == 1:
+        name = str(key)
+    elif names is not None and key < len(names):
+        name = names[key]
+    else:
+        name = f"#{key}"
+    inner = "".join(f"[{p!r}]" for p in rest)
+    return f"argument {name}{inner} of shape {tuple(x.shape)}"
 
 
 def _path(path) -> str:

@@ -96,8 +96,20 @@ def test_vmap_inconsistent_sizes_names_each_argument():
         fg.vmap(lambda a, b: a + b)(fg.ones((2, 4)), fg.ones((3, 4)))
     message = str(info.value)
     assert "inconsistent sizes" in message
-    assert re.search(r"argument \[0\] has size 2", message)
-    assert re.search(r"argument \[1\] has size 3", message)
+    assert re.search(r"argument a of shape \(2, 4\) has size 2", message)
+    assert re.search(r"argument b of shape \(3, 4\) has size 3", message)
+
+
+def test_vmap_maps_keyword_arguments_over_axis_0():
+    # as JAX: keyword arguments are always mapped (in_axes covers the positional ones)
+    a = fg.tensor(np.arange(6.0).reshape(2, 3))
+    out = fg.vmap(lambda r, s: r * s)(a, s=a)
+    np.testing.assert_array_equal(out, np.asarray(a) ** 2)
+    np.testing.assert_array_equal(fg.vmap(lambda x: x.sum())(x=a), [3.0, 12.0])
+    np.testing.assert_array_equal(fg.vmap(lambda r, s: r + s, in_axes=(None,))(a[0], s=a),
+                                  np.asarray(a) + np.asarray(a[0]))
+    with pytest.raises(ValueError, match="argument s of shape \\(3, 3\\)"):
+        fg.vmap(lambda r, s: r + s)(a, s=fg.ones((3, 3)))
 
 
 def test_vmap_inconsistent_sizes_in_pytree_and_axes():

@@ -331,9 +331,11 @@ def test_axis_size_with_no_mapped_arguments():
     assert got.shape == (3, 2)
 
 
-def test_kwargs_pass_through_unbatched():
-    got = fg.vmap(lambda x, scale=1.0: x * scale)(t(np.arange(3.0)), scale=t(2.0))
-    np.testing.assert_allclose(got.numpy(), [0.0, 2.0, 4.0])
+def test_kwargs_are_mapped_over_axis_0_as_jax():
+    got = fg.vmap(lambda x, scale=1.0: x * scale)(t(np.arange(3.0)), scale=t([1.0, 2.0, 3.0]))
+    np.testing.assert_allclose(got.numpy(), [0.0, 2.0, 6.0])
+    with pytest.raises(ValueError, match="keyword arguments are always mapped"):
+        fg.vmap(lambda x, scale=1.0: x * scale)(t(np.arange(3.0)), scale=t(2.0))
 
 
 def test_scalar_examples_and_scalar_outputs():
