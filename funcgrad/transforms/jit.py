@@ -248,7 +248,23 @@ def _run_compiled(program: IR, tensors):
     if exe is None:  # still compiling: run the traced program eagerly meanwhile
         with _interp.using(_interp.EAGER):
             return eval_ir(program, *[as_tensor(t) for t in tensors])
-    return [wrap_device(o) for o in exe(buffers)]
+    outs = [wrap_device(o) for o in exe(buffers)]
+    if _interp.config.debug_nans:
+        _find_nans(program, tensors, outs)
+    return outs
+
+
+def _find_nans(program: IR, tensors, outs):
+    """debug_nans under jit: when a compiled result holds a NaN, run the program again
+    operation by operation (as JAX does), so the error names the primitive that made it."""
+    if not any(o.dtype.kind in "fc" and np.isnan(o.numpy()).any() for o in outs):
+        return
+    with _interp.using(_interp.EAGER):
+        eval_ir(program, *[as_tensor(t) for t in tensors])  # raises at the first NaN
+    name = getattr(program, "_name", "jit")
+    raise FloatingPointError(f"debug_nans: jit({name}) produced a NaN in its compiled "
+                             "code, but not when run operation by operation (the compiled "
+                             "math differs, e.g. in fused or approximated functions)")
 
 
 def _jit_impl(*args, program, name):
@@ -406,10 +422,41 @@ class Jitted:
             self._signature = inspect.signature(fun)
         except (TypeError, ValueError):
             self._signature = None
+        if self._signature is not None:
+            self._infer_static(self._signature)
         self._cache: dict = {}
         self._last_key = None
         self._simple = not self.static_argnums and not self.static_argnames
         self._name = getattr(fun, "__name__", "fun")
+
+    def _infer_static(self, signature):
+        """As JAX: a static argument is static whether passed by position or by name, so
+        static_argnames give their positions and static_argnums their names."""
+        params = list(signature.parameters.values())
+        positional = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY,
+                                                           p.POSITIONAL_OR_KEYWORD)]
+        nums = set(self.static_argnums)
+        if not any(p.kind is p.VAR_POSITIONAL for p in params):
+            for i in self.static_argnums:
+                if not -len(positional) <= i < len(positional):
+                    raise ValueError(f"jit({getattr(self.fun, '__name__', 'fun')}): "
+                                     f"static_argnums={self.static_argnums} but the function "
+                                     f"takes {len(positional)} positional argument(s)")
+            nums = {i % len(positional) for i in nums}
+        names = set(self.static_argnames)
+        for i, name in enumerate(positional):
+            if name in names:
+                nums.add(i)
+            elif i in nums and params[i].kind is not params[i].POSITIONAL_ONLY:
+                names.add(name)
+        self.static_argnums = tuple(sorted(nums))
+        self.static_argnames = tuple(sorted(names))
+
+    def __get__(self, obj, objtype=None):
+        """Jitted functions are methods too: ``self`` becomes the first argument."""
+        if obj is None:
+            return self
+        return functools.partial(self, obj)
 
     def _split(self, args, kwargs):
         nargs = len(args)

@@ -261,3 +261,42 @@ def test_jit_with_control_flow_and_linalg_gradients():
     a = _f64(3, 3)
     _close(fg.jit(f)(a), f(a), rtol=1e-10)
     _close(fg.jit(fg.grad(f))(a), fg.grad(f)(a), rtol=1e-8, atol=1e-10)
+
+
+def test_static_arguments_by_position_or_by_name():
+    # as JAX: the signature maps static_argnames to positions and static_argnums to names
+    def repeat_double(a, n):
+        for _ in range(n):
+            a = a * 2
+        return a
+
+    x = fg.tensor([1.0, 2.0])
+    assert fg.jit(repeat_double, static_argnames="n")(x, 3).tolist() == [8.0, 16.0]
+    assert fg.jit(repeat_double, static_argnums=1)(x, n=3).tolist() == [8.0, 16.0]
+    assert fg.jit(repeat_double, static_argnums=-1)(x, 2).tolist() == [4.0, 8.0]
+    with pytest.raises(ValueError, match="static_argnums"):
+        fg.jit(repeat_double, static_argnums=5)
+
+
+def test_jitted_functions_are_methods():
+    import functools
+
+    class Scaler:
+        factor = 3.0
+
+        @functools.partial(fg.jit, static_argnums=0)
+        def scale(self, a):
+            return a * self.factor
+
+        @fg.jit
+        def shift(a, b):  # noqa: N805 - jit of a plain function stored on a class
+            return a + b
+
+        def __hash__(self):
+            return 1
+
+        def __eq__(self, other):
+            return isinstance(other, Scaler)
+
+    assert Scaler().scale(fg.tensor([1.0, 2.0])).tolist() == [3.0, 6.0]
+    assert Scaler.shift(fg.tensor(1.0), fg.tensor(2.0)).item() == 3.0

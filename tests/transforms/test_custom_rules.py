@@ -126,3 +126,17 @@ def test_debug_nans_names_the_primitive():
     finally:
         fg.config.update("debug_nans", False)
     assert np.isnan(float(fnp.log(fg.tensor(-1.0))))
+
+
+def test_debug_nans_inside_jit_names_the_primitive():
+    # the compiled result is checked; on a NaN the program reruns op by op (as JAX)
+    fg.config.update("debug_nans", True)
+    try:
+        with pytest.raises(FloatingPointError, match="'log'"):
+            fg.jit(fnp.log)(fg.tensor([1.0, -1.0]))
+        with pytest.raises(FloatingPointError, match="'sqrt'"):
+            fg.jit(fg.grad(lambda a: fnp.sqrt(a - 1.0).sum()))(fg.tensor([1.0, -1.0]))
+        assert fg.jit(lambda a: a * 2)(fg.tensor([1.0])).tolist() == [2.0]
+    finally:
+        fg.config.update("debug_nans", False)
+    assert np.isnan(fg.jit(fnp.log)(fg.tensor([-1.0])).numpy()).all()
