@@ -187,6 +187,11 @@ def jvp(fun, primals, tangents, has_aux: bool = False):
         if not is_differentiable(p.aval):
             checked.append(None)
             continue
+        if t.dtype != p.dtype and not t.weak_type:
+            raise TypeError(f"jvp: primal and tangent dtypes must be equal (as JAX): primal "
+                            f"{p.dtype.name}{list(p.shape)}, tangent "
+                            f"{t.dtype.name}{list(t.shape)}; convert the tangent with "
+                            f".astype({p.dtype.name})")
         checked.append(t if t.dtype == p.dtype else t.astype(p.dtype))
     flat_fun, store = _flatten_fun(fun, tree_p, has_aux)
     outs, out_tangents = _jvp_flat(flat_fun, flat_p, checked)
@@ -405,15 +410,17 @@ def value_and_grad(fun, argnums=0, has_aux: bool = False):
         _check_inexact_inputs("grad", diff_args)
         result = vjp(partial, *diff_args, has_aux=has_aux)
         out, pullback = result[0], result[1]
-        flat_out, _ = tree_flatten(out)
-        if len(flat_out) != 1 or not isinstance(flat_out[0], (Tensor, float, int)):
-            raise TypeError("grad requires a function returning a single scalar, got "
-                            f"{type(out).__name__} with {len(flat_out)} leaves")
-        scalar = as_tensor(flat_out[0])
-        if scalar.shape != () or not dtypes.is_inexact(scalar.dtype):
-            raise TypeError(f"grad requires a scalar float output (shape (), floating dtype); "
-                            f"got shape {scalar.shape} and dtype {scalar.dtype.name}. Use "
-                            "vjp or jacrev for non-scalar outputs, and .sum() to reduce.")
+        if not isinstance(out, (Tensor, float, int)) or isinstance(out, bool):
+            raise TypeError("grad requires a function returning a single scalar tensor, got "
+                            f"{type(out).__name__} (use has_aux=True to return more, or vjp "
+                            "for pytree outputs)")
+        scalar = as_tensor(out)
+        if (scalar.shape != () or not dtypes.is_inexact(scalar.dtype)
+                or dtypes.is_complex(scalar.dtype)):
+            raise TypeError(f"grad requires a real scalar float output (shape (), floating "
+                            f"dtype); got shape {scalar.shape} and dtype {scalar.dtype.name}. "
+                            "Use vjp or jacrev for non-scalar outputs, .sum() to reduce, and "
+                            "fnp.real/fnp.abs for complex values.")
         grads = pullback(full((), 1, scalar.dtype) if isinstance(out, Tensor) else
                          tree_unflatten(tree_flatten(out)[1], [full((), 1, scalar.dtype)]))
         grads = grads[0] if single else grads
@@ -518,6 +525,12 @@ def jacrev(fun, argnums=0, has_aux: bool = False):
         single, flat_in, in_tree, flat_fun, store = _jacobian_inputs(
             "jacrev", fun, argnums, has_aux, args, kwargs)
         outs, pullback = _vjp_flat(flat_fun, flat_in)
+        for out in outs:
+            if not dtypes.is_inexact(out.dtype) or dtypes.is_complex(out.dtype):
+                raise TypeError(f"jacrev requires real floating outputs (as JAX), got an "
+                                f"output of dtype {out.dtype.name} and shape {out.shape}; "
+                                "take fnp.real/fnp.imag of complex outputs, and use jacfwd "
+                                "or stop_gradient for integer or boolean ones")
         basis, sizes = _std_basis(outs)
         rows = vmap(lambda *cts: pullback(list(cts)))(*basis)
 

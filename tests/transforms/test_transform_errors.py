@@ -310,3 +310,28 @@ def test_leaked_tracer_from_vjp_closure():
     np.testing.assert_allclose(pullback(t64(1.0))[0].numpy(), 3.0)
     with pytest.raises(LeakedTracerError):
         store[0] * 2.0
+
+
+def test_grad_and_jacrev_refuse_complex_boolean_and_pytree_outputs():
+    # as JAX: grad needs a real scalar array, jacrev real floating outputs
+    x = fg.tensor([1.0, 2.0])
+    with pytest.raises(TypeError, match="complex64"):
+        fg.grad(lambda a: (a * 1j).sum())(x)
+    with pytest.raises(TypeError, match="list"):
+        fg.grad(lambda a: [a.sum()])(x)
+    with pytest.raises(TypeError, match="complex64"):
+        fg.jacrev(lambda a: a * 1j)(x)
+    with pytest.raises(TypeError, match="bool"):
+        fg.jacrev(lambda a: a > 0)(x)
+    # complex intermediates are fine
+    np.testing.assert_allclose(fg.grad(lambda a: fnp.abs(fnp.fft.fft(a)).sum())(x), [0.0, 2.0])
+
+
+def test_jvp_tangent_dtype_must_match_the_primal():
+    x = fg.tensor([1.0, 2.0])
+    with pytest.raises(TypeError, match="float32.*int32"):
+        fg.jvp(lambda a: a * a, (x,), (fg.tensor([1, 2]),))
+    with pytest.raises(TypeError, match="float32.*float64"):
+        fg.jvp(lambda a: a * a, (x,), (fg.tensor(np.ones(2)),))
+    _, tangent = fg.jvp(lambda a: a * a, (fg.tensor(3.0),), (1.0,))  # a weak Python float
+    assert tangent.item() == 6.0
