@@ -158,8 +158,9 @@ class Tensor:
         return str(self._host())
 
     def __format__(self, spec: str) -> str:
-        if self.ndim == 0:
-            return format(self._host().item(), spec)
+        if self.ndim == 0:  # shortest repr of the dtype (float32 1.3, not 1.2999999523...)
+            value = self._host()[()]
+            return str(value) if not spec else format(value.item(), spec)
         return format(str(self), spec)
 
     # -- immutability -----------------------------------------------------------------

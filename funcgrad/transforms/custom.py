@@ -377,8 +377,9 @@ custom_lin_p.batch = _custom_lin_batch
 checkpoint_p = Primitive("checkpoint", multiple_results=True)
 
 
-def checkpoint(fun, prevent_cse: bool = True, policy=None):
-    """``fun`` whose intermediates reverse mode recomputes instead of storing (remat).
+def checkpoint(fun, prevent_cse: bool = True, policy=None, static_argnums=()):
+    """``fun`` whose intermediates reverse mode recomputes instead of storing (remat);
+    arguments at ``static_argnums`` are Python values (not traced), as in JAX.
 
     >>> f = fg.checkpoint(lambda x: fnp.sin(fnp.sin(x)))
     >>> fg.grad(f)(fg.tensor(1.0))
@@ -388,12 +389,22 @@ def checkpoint(fun, prevent_cse: bool = True, policy=None):
         raise NotImplementedError("checkpoint: save policies are not supported; everything "
                                   "is recomputed")
 
+    static = {static_argnums} if isinstance(static_argnums, int) else set(static_argnums)
+
     @functools.wraps(fun)
     def wrapped(*args, **kwargs):
-        flat_in = tree_flatten((args, kwargs))[0]
+        fixed = {i % len(args) for i in static if -len(args) <= i < len(args)}
+        dynamic = tuple(a for i, a in enumerate(args) if i not in fixed)
+
+        def call(*dyn):
+            it = iter(dyn)
+            return fun(*[args[i] if i in fixed else next(it) for i in range(len(args))],
+                       **kwargs)
+
+        flat_in = tree_flatten((dynamic, kwargs))[0]
         if _eager_values(flat_in):
             return fun(*args, **kwargs)
-        ir, consts, flat, in_tree, out_tree = _trace_closed(lambda *a: fun(*a, **kwargs), args)
+        ir, consts, flat, in_tree, out_tree = _trace_closed(call, dynamic)
         outs = checkpoint_p.bind(*consts, *flat, call=ir)
         return tree_unflatten(out_tree, outs)
 

@@ -143,8 +143,9 @@ def ir_as_function(ir: IR):
     return lambda *args: eval_ir(ir, *args)
 
 
-def make_ir(fun):
-    """``make_ir(fun)(*args)`` traces ``fun`` on arguments like ``args`` and returns the IR.
+def make_ir(fun, static_argnums=()):
+    """``make_ir(fun)(*args)`` traces ``fun`` on arguments like ``args`` and returns the IR;
+    arguments at ``static_argnums`` are passed as Python values, not traced.
 
     >>> print(fg.make_ir(lambda x: fnp.sin(x).sum())(fg.ones(3)))
     { lambda ; a:f32[3]. let
@@ -158,13 +159,19 @@ def make_ir(fun):
 
     from funcgrad.transforms.ad import as_tensor
 
+    static = {static_argnums} if isinstance(static_argnums, int) else set(static_argnums)
+
     @functools.wraps(fun)
     def traced(*args, **kwargs):
-        flat, in_tree = optree.tree_flatten(args, namespace="funcgrad")
+        fixed = {i % len(args) for i in static if -len(args) <= i < len(args)}
+        dynamic = [a for i, a in enumerate(args) if i not in fixed]
+        flat, in_tree = optree.tree_flatten(dynamic, namespace="funcgrad")
         flat = [as_tensor(x) for x in flat]
 
         def flat_fun(*tracers):
-            out = fun(*optree.tree_unflatten(in_tree, list(tracers)), **kwargs)
+            it = iter(optree.tree_unflatten(in_tree, list(tracers)))
+            full = [args[i] if i in fixed else next(it) for i in range(len(args))]
+            out = fun(*full, **kwargs)
             return optree.tree_leaves(out, namespace="funcgrad")
 
         return trace_to_ir(flat_fun, [x.aval for x in flat])

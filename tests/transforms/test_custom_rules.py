@@ -140,3 +140,23 @@ def test_debug_nans_inside_jit_names_the_primitive():
     finally:
         fg.config.update("debug_nans", False)
     assert np.isnan(fg.jit(fnp.log)(fg.tensor([-1.0])).numpy()).all()
+
+
+def test_debug_print_formats_float32_scalars_shortest(capsys):
+    fg.debug.print("s={s} t={s:.2f}", s=fg.tensor(1.3))
+    fg.jit(lambda s: fg.debug.print("jit s={s}", s=s))(fg.tensor(1.3))
+    out = capsys.readouterr().out
+    assert "s=1.3 t=1.30" in out and "jit s=1.3\n" in out
+
+
+def test_checkpoint_and_make_ir_take_static_argnums():
+    def repeated_sin(x, n):
+        for _ in range(n):
+            x = fnp.sin(x)
+        return x
+
+    ir = fg.make_ir(repeated_sin, static_argnums=1)(fg.tensor(1.0), 3)
+    assert str(ir).count("sin") == 3
+    got = fg.grad(fg.checkpoint(repeated_sin, static_argnums=(1,)))(fg.tensor(1.0), 2)
+    want = fg.grad(lambda x: repeated_sin(x, 2))(fg.tensor(1.0))
+    np.testing.assert_allclose(got, want, rtol=1e-6)
