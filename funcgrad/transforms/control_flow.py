@@ -104,6 +104,13 @@ def switch(index, branches, *operands):
     if _eager() and (not isinstance(index, Tensor) or type(index) is Tensor):
         i = int(np.clip(int(np.asarray(index)), 0, len(branches) - 1))
         return branches[i](*operands)
+    return _staged_switch(index, branches, operands,
+                          [f"branch {k}" for k in range(len(branches))])
+
+
+def _staged_switch(index, branches, operands, names):
+    """switch under a transformation: every branch traced, checked against the first
+    (``names`` say which is which in errors), bound as one cond primitive."""
     index = as_tensor(index)
     if index.shape != ():
         raise TypeError(f"switch/cond: the index/predicate must be a scalar, got shape "
@@ -122,12 +129,13 @@ def switch(index, branches, *operands):
     out_tree = traced[0][2]
     for k, (ir, _, tree) in enumerate(traced[1:], 1):
         if tree != out_tree:
-            raise TypeError(f"cond/switch: branch 0 returns structure {out_tree} but branch {k} "
-                            f"returns {tree}; all branches must return the same structure")
+            raise TypeError(f"cond/switch: {names[0]} returns structure {out_tree} but "
+                            f"{names[k]} returns {tree}; all branches must return the same "
+                            "structure")
         a0 = [_strong(a) for a in traced[0][0].out_avals]
         ak = [_strong(a) for a in ir.out_avals]
         if [(a.shape, a.dtype) for a in a0] != [(a.shape, a.dtype) for a in ak]:
-            raise TypeError(f"cond/switch: branch 0 returns {_typestr(a0)} but branch {k} "
+            raise TypeError(f"cond/switch: {names[0]} returns {_typestr(a0)} but {names[k]} "
                             f"returns {_typestr(ak)}; all branches must return the same "
                             "shapes and dtypes")
     # every branch takes every branch's captured constants, then the operands
@@ -167,7 +175,7 @@ def cond(pred, true_fun, false_fun, *operands):
         raise TypeError(f"cond: the predicate must be a scalar, got shape {pred.shape}")
     if pred.dtype != dtypes.bool_:
         pred = ew.ne(pred, wrap(np.zeros((), pred.dtype)))
-    return switch(pred, [false_fun, true_fun], *operands)
+    return _staged_switch(pred, [false_fun, true_fun], operands, ["false_fun", "true_fun"])
 
 
 def _cond_impl(index, *args, branches):

@@ -195,8 +195,11 @@ def test_control_flow_in_ir():
 
 
 def test_branch_type_mismatch_is_a_clear_error():
-    with pytest.raises(TypeError, match="branch 0 returns"):
+    with pytest.raises(TypeError, match="false_fun returns .* but true_fun returns"):
         fg.vmap(lambda v: fg.cond(v > 0, lambda y: y, lambda y: fnp.stack([y, y]), v))(f64(1, 2))
+    with pytest.raises(TypeError, match="branch 0 returns .* but branch 1 returns"):
+        fg.jit(lambda i, v: fg.switch(i, [lambda y: y, lambda y: y.sum()], v))(
+            fg.tensor(0), fg.ones(3))
 
 
 def test_scan_carry_type_change_is_a_clear_error():
