@@ -70,13 +70,37 @@ debug_print_p.batch = _debug_print_batch
 _PRINT_KEYS: dict[str, tuple] = {}
 
 
-def _lower_debug_print(ctx, args, in_avals, out_avals, *, fmt, tree, batched):
+def _print_key(fmt, tree, batched, in_avals) -> str:
+    """The trace key of one print, the same in every process (a compiled module loaded
+    from the disk cache names its prints by these keys), registered with its handler."""
+    import hashlib
+
     from funcgrad.lowering import runtime
 
-    key = f"funcgrad.debug.print.{len(_PRINT_KEYS)}"
-    _PRINT_KEYS[key] = (fmt, tree, batched, [a.dtype for a in in_avals],
-                        [a.shape for a in in_avals])
+    spec = f"{fmt}|{tree}|{batched}|{[(a.dtype.name, a.shape) for a in in_avals]}"
+    key = "funcgrad.debug.print." + hashlib.sha256(spec.encode()).hexdigest()[:20]
+    _PRINT_KEYS[key] = (fmt, tree, batched)
     runtime.TRACE_HANDLERS[key] = _print_trace
+    return key
+
+
+def register_prints(program) -> None:
+    """Register the handlers of every debug.print in ``program`` (sub-programs included),
+    for a module whose compiled code came from the cache without lowering."""
+    from funcgrad.core.ir import IR
+
+    for eqn in program.equations:
+        if eqn.prim is debug_print_p:
+            _print_key(eqn.params["fmt"], eqn.params["tree"], eqn.params["batched"],
+                       [v.aval for v in eqn.inputs])
+        for value in eqn.params.values():
+            for sub in (value if isinstance(value, tuple) else (value,)):
+                if isinstance(sub, IR):
+                    register_prints(sub)
+
+
+def _lower_debug_print(ctx, args, in_avals, out_avals, *, fmt, tree, batched):
+    key = _print_key(fmt, tree, batched, in_avals)
     if args:
         ctx.op("flow.tensor.trace", list(args), [], {
             "key": ctx.ir.StringAttr.get(key),
@@ -87,7 +111,7 @@ def _lower_debug_print(ctx, args, in_avals, out_avals, *, fmt, tree, batched):
 
 
 def _print_trace(key, arrays):
-    fmt, tree, batched, _, _ = _PRINT_KEYS[key]
+    fmt, tree, batched = _PRINT_KEYS[key]
     _debug_print_impl(*arrays, fmt=fmt, tree=tree, batched=batched)
 
 

@@ -300,3 +300,18 @@ def test_jitted_functions_are_methods():
 
     assert Scaler().scale(fg.tensor([1.0, 2.0])).tolist() == [3.0, 6.0]
     assert Scaler.shift(fg.tensor(1.0), fg.tensor(2.0)).item() == 3.0
+
+
+def test_debug_print_inside_jit_prints_when_loaded_from_the_disk_cache(tmp_path):
+    # the second process loads the compiled module without lowering it: its prints must
+    # still find their handlers (they once printed nothing, or another print's format)
+    import subprocess
+    import sys
+
+    script = ("import funcgrad as fg\n"
+              "fg.jit(lambda s: fg.debug.print('value {s}', s=s * 2))(fg.tensor(1.5))\n")
+    env = {**__import__("os").environ, "FUNCGRAD_CACHE_DIR": str(tmp_path)}
+    outputs = [subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
+                              text=True, timeout=300).stdout for _ in range(2)]
+    assert outputs == ["value 3.0\n", "value 3.0\n"]
+    assert any(tmp_path.iterdir())  # the second run came from the disk cache
