@@ -29,7 +29,10 @@ from funcgrad.core.dtypes import (  # noqa: F401
     uint32,
     uint64,
 )
-from funcgrad.core.tensor import Tensor as ndarray  # noqa: F401
+from funcgrad.numpy._scalar_types import SCALAR_TYPES as _SCALAR_TYPES
+
+globals().update(_SCALAR_TYPES)  # fnp.float32(0.5) constructs, as jnp.float32
+from funcgrad.core.tensor import Tensor as ndarray  # noqa: E402,F401
 from funcgrad.core.tensor import tensor as array  # noqa: F401
 from funcgrad.numpy._creation import *  # noqa: F401,F403
 from funcgrad.numpy._elementwise import *  # noqa: F401,F403

@@ -190,3 +190,16 @@ def test_eye_and_linspace_take_a_device():
     assert fg.eye(2, device="cpu").device == fg.device("cpu")
     values, step = fnp.linspace(0, 1, 3, retstep=True, device="cpu")
     assert values.tolist() == [0.0, 0.5, 1.0] and float(step) == 0.5
+
+
+def test_numpy_namespace_dtypes_construct_like_jnp():
+    # fnp.float32(x) makes a 0-d tensor (as jnp.float32), and is still a dtype everywhere
+    half = fnp.float32(0.5)
+    assert isinstance(half, fg.Tensor) and half.dtype == np.float32 and half.item() == 0.5
+    assert fnp.int32(fg.tensor([1.7, -2.2])).tolist() == [1, -2]
+    assert fg.jit(lambda x: fnp.int32(x) + 1)(fg.tensor([1.5])).tolist() == [2]
+    assert fnp.float32 == np.float32 and np.dtype("float32") == fnp.float32
+    assert fg.ones(2, dtype=fnp.bfloat16).dtype == fg.bfloat16
+    assert fg.tensor([1, 2]).astype(fnp.float64).dtype == np.float64
+    assert {np.dtype("int8"): "found"}[fnp.int8] == "found"
+    assert fnp.float32.name == "float32" and fnp.finfo(fnp.float16).bits == 16
