@@ -22,16 +22,16 @@ class IRTracer(Tracer):
     """A value being traced into an IR: it stands for one IR variable.  Inputs carry a
     ``label`` (which argument they are) so errors can name it."""
 
-    __slots__ = ("var", "label")
+    __slots__ = ("ir_var", "label")
 
     def __init__(self, interp, var, label=None):
         self._interp = interp
-        self.var = var
+        self.ir_var = var
         self.label = label
 
     @property
     def aval(self) -> ShapedArray:
-        return self.var.aval
+        return self.ir_var.aval
 
 
 def _derived_label(args):
@@ -69,7 +69,7 @@ class TraceInterpreter(Interpreter):
 
     def to_var(self, x):
         if isinstance(x, IRTracer) and x._interp is self:
-            return x.var
+            return x.ir_var
         check_not_leaked(x)
         if isinstance(x, (bool, int, float, complex)):
             return Literal(np.asarray(x))
@@ -111,7 +111,7 @@ class TraceInterpreter(Interpreter):
 
     def build(self, in_tracers, outputs) -> IR:
         """The IR from ``in_tracers`` to ``outputs`` (tracers or constants)."""
-        in_vars = [t.var for t in in_tracers]
+        in_vars = [t.ir_var for t in in_tracers]
         out_vars = [self.to_var(o) for o in outputs]
         self.active = False
         return IR(in_vars, self.equations, out_vars, self.const_vars, self.consts)
