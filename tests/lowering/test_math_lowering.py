@@ -177,3 +177,24 @@ def test_float64_expm1_family_is_accurate_near_zero():
         ok = np.isfinite(want)
         error = np.abs(np.asarray(got)[ok] - want[ok]) / np.spacing(np.abs(want[ok]))
         assert error.max() <= 4, ref.__name__
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_power_with_tensor_exponents_follows_c_pow(dtype):
+    # IREE's stablehlo.power is exp(y * log(x)): NaN for every negative base and 0 ** 0
+    import itertools
+
+    bases = [-3.0, -1.0, -0.0, 0.0, 2.0, -2.0, -np.inf, np.inf, np.nan, 1.0, 0.5, -0.5]
+    exponents = [2.0, 0.0, 3.0, -1.0, -2.0, 0.5, -0.5, np.inf, -np.inf, np.nan, 1.0, 2.5, -3.0]
+    pairs = np.array(list(itertools.product(bases, exponents)))
+    x, y = pairs[:, 0].astype(dtype), pairs[:, 1].astype(dtype)
+    with np.errstate(all="ignore"):
+        want = np.power(x, y)
+    got = np.asarray(fg.jit(lambda a, b: a ** b)(fg.tensor(x), fg.tensor(y)))
+    np.testing.assert_allclose(got, want, rtol=2e-3 if dtype == np.float16 else 1e-6)
+    same_sign = np.isnan(want) | (np.signbit(got) == np.signbit(want))
+    assert same_sign.all(), list(zip(x[~same_sign], y[~same_sign]))
+    integer_exponents = fg.tensor(np.array([2, 0, 0, 3, 2], np.int32))
+    base = fg.tensor(np.array([-3.0, -1.0, 0.0, -2.0, -np.inf], dtype))
+    np.testing.assert_array_equal(fg.jit(lambda a, b: a ** b)(base, integer_exponents),
+                                  [9.0, 1.0, 1.0, -8.0, np.inf])

@@ -696,6 +696,7 @@ def _declare_lowerings():
     for prim, direction in ((eq_p, "EQ"), (ne_p, "NE"), (lt_p, "LT"), (le_p, "LE"),
                             (gt_p, "GT"), (ge_p, "GE")):
         prim.lower = rules.comparison(direction)
+    pow_p.lower = _lower_pow
     div_p.lower = rules.integer_division("stablehlo.divide", _all_ones)
     rem_p.lower = rules.integer_division("stablehlo.remainder", lambda ctx, x, aval: x)
     conj_p.lower = _lower_conj
@@ -703,6 +704,60 @@ def _declare_lowerings():
     select_n_p.lower = _lower_select_n
     convert_element_type_p.lower = _lower_convert
     _declare_math_fallbacks()
+
+
+def _lower_pow(ctx, args, in_avals, out_avals):
+    """``x ** y`` with C's pow semantics for real floats (as the eager impl and JAX):
+    IREE computes stablehlo.power as exp(y * log(x)), NaN for every negative base and for
+    0 ** 0.  So: |x| ** y, negated for a negative base and an odd integer exponent, NaN for
+    a finite negative base and a non-integer exponent, 1 when y == 0 or x == 1."""
+    from funcgrad.lowering import rules
+
+    (x, y), (aval,) = args, out_avals
+    if not dtypes.is_inexact(aval.dtype) or dtypes.is_complex(aval.dtype):
+        return ctx.op("stablehlo.power", args, out_avals)
+    aval = aval.strip_weak()
+    if aval.dtype.itemsize < 4:  # float16/bfloat16: computed in float32, rounded once
+        wide = ShapedArray(aval.shape, dtypes.float32)
+        up = [ctx.op1("stablehlo.convert", [v], wide) for v in (x, y)]
+        (out,) = _lower_pow(ctx, up, [wide, wide], [wide])
+        return [ctx.op1("stablehlo.convert", [out], aval)]
+    bools = ShapedArray(aval.shape, dtypes.bool_)
+
+    def op(name, *operands, result=aval):
+        return ctx.op1(name, list(operands), result)
+
+    def cmp(a, b, direction, of=aval):
+        return rules.compare(ctx, a, b, of, direction)
+
+    magnitude = op("stablehlo.power", op("stablehlo.abs", x), y)
+    # the sign bit, so (-0.0) ** 3 is -0.0
+    bits = ShapedArray(aval.shape, np.dtype(f"int{aval.dtype.itemsize * 8}"))
+    negative = cmp(op("stablehlo.bitcast_convert", x, result=bits), ctx.full(0, bits), "LT",
+                   of=bits)
+    finite_y = op("stablehlo.is_finite", y, result=bools)
+    integral = cmp(op("stablehlo.floor", y), y, "EQ")
+    odd = op("stablehlo.and", op("stablehlo.and", integral, finite_y, result=bools),
+             cmp(op("stablehlo.remainder", y, ctx.full(2, aval)), ctx.full(0, aval), "NE"),
+             result=bools)
+    out = op("stablehlo.select", op("stablehlo.and", negative, odd, result=bools),
+             op("stablehlo.negate", magnitude), magnitude)
+    finite_x = op("stablehlo.is_finite", x, result=bools)
+    nonzero_x = cmp(x, ctx.full(0, aval), "NE")
+    undefined = op("stablehlo.and", op("stablehlo.and", negative, finite_x, result=bools),
+                   op("stablehlo.and", nonzero_x, op("stablehlo.not", integral, result=bools),
+                      result=bools), result=bools)
+    out = op("stablehlo.select", undefined, ctx.full(np.nan, aval), out)
+    one = ctx.full(1, aval)
+    # y == 0, x == 1, and (-1) ** +-inf: exactly 1
+    unit_base_infinite = op("stablehlo.and", cmp(op("stablehlo.abs", x), one, "EQ"),
+                            op("stablehlo.not", finite_y, result=bools), result=bools)
+    unit_base_infinite = op("stablehlo.and", unit_base_infinite,
+                            cmp(y, y, "EQ"), result=bools)  # (not NaN)
+    trivial = op("stablehlo.or", op("stablehlo.or", cmp(y, ctx.full(0, aval), "EQ"),
+                                    cmp(x, one, "EQ"), result=bools),
+                 unit_base_infinite, result=bools)
+    return [op("stablehlo.select", trivial, one, out)]
 
 
 def _all_ones(ctx, x, aval):
