@@ -30,6 +30,19 @@ def _sum_dtype(dtype):
     return dtype
 
 
+def _upcast(dtype):
+    """The dtype a reduction accumulates in: float32 for float16/bfloat16 (as JAX: adding
+    5000 float16 ones in float16 stops at 2048), else the dtype itself."""
+    return dtypes.float32 if dtype in (dtypes.float16, dtypes.bfloat16) else dtype
+
+
+def _accumulated(prim_fn, x, target, *args):
+    """``prim_fn(x in its accumulation dtype, *args)``, converted back to ``target``."""
+    wide = _upcast(target)
+    out = prim_fn(ew.convert_element_type(x, wide), *args)
+    return out if wide == target else ew.convert_element_type(out, target)
+
+
 def sum(x, axis=None, dtype=None, keepdims: bool = False):  # noqa: A001
     """Sum over ``axis`` (all axes by default).
 
@@ -39,8 +52,7 @@ def sum(x, axis=None, dtype=None, keepdims: bool = False):  # noqa: A001
     x = asarray(x)
     axes = normalize_axes("sum", axis, x.ndim)
     target = _sum_dtype(x.dtype) if dtype is None else dtypes.canonicalize(dtype)
-    x = ew.convert_element_type(x, target)
-    return _keep(red.reduce_sum(x, axes), x.shape, axes, keepdims)
+    return _keep(_accumulated(red.reduce_sum, x, target, axes), x.shape, axes, keepdims)
 
 
 def prod(x, axis=None, dtype=None, keepdims: bool = False):
@@ -52,8 +64,7 @@ def prod(x, axis=None, dtype=None, keepdims: bool = False):
     x = asarray(x)
     axes = normalize_axes("prod", axis, x.ndim)
     target = _sum_dtype(x.dtype) if dtype is None else dtypes.canonicalize(dtype)
-    x = ew.convert_element_type(x, target)
-    return _keep(red.reduce_prod(x, axes), x.shape, axes, keepdims)
+    return _keep(_accumulated(red.reduce_prod, x, target, axes), x.shape, axes, keepdims)
 
 
 def _extremum(name, prim_fn, x, axis, keepdims, initial=None):
@@ -148,8 +159,9 @@ def mean(x, axis=None, dtype=None, keepdims: bool = False):
     x = asarray(x)
     axes = normalize_axes("mean", axis, x.ndim)
     target = dtypes.float_dtype_for(x.dtype) if dtype is None else dtypes.canonicalize(dtype)
-    total = sum(ew.convert_element_type(x, target), axis=axes, keepdims=keepdims)
-    return total / _count(x.shape, axes)
+    wide = _upcast(target)
+    total = sum(ew.convert_element_type(x, wide), axis=axes, keepdims=keepdims)
+    return ew.convert_element_type(total / _count(x.shape, axes), target)
 
 
 def var(x, axis=None, dtype=None, ddof: int = 0, keepdims: bool = False):
@@ -161,6 +173,10 @@ def var(x, axis=None, dtype=None, ddof: int = 0, keepdims: bool = False):
     x = asarray(x)
     axes = normalize_axes("var", axis, x.ndim)
     target = dtypes.float_dtype_for(x.dtype) if dtype is None else dtypes.canonicalize(dtype)
+    if _upcast(target) != target:
+        wide = var(ew.convert_element_type(x, _upcast(target)), axis=axes, ddof=ddof,
+                   keepdims=keepdims)
+        return ew.convert_element_type(wide, target)
     x = ew.convert_element_type(x, target)
     centered = x - mean(x, axis=axes, keepdims=True)
     if dtypes.is_complex(x.dtype):
@@ -211,7 +227,7 @@ def _cumulative(name, prim_fn, x, axis, dtype):
         axis = 0
     axis = normalize_axis(name, axis, x.ndim)
     target = _sum_dtype(x.dtype) if dtype is None else dtypes.canonicalize(dtype)
-    return prim_fn(ew.convert_element_type(x, target), axis)
+    return _accumulated(prim_fn, x, target, axis)
 
 
 def cumsum(x, axis=None, dtype=None):

@@ -251,3 +251,26 @@ def test_numpy_functions_accept_tensors(name):
 def test_out_argument_is_refused_with_the_reason():
     with pytest.raises(TypeError, match="immutable"):
         fg.tensor([1.0]).sum(out=np.zeros(()))
+
+
+@pytest.mark.parametrize("dtype", [fg.float16, fg.bfloat16])
+def test_half_precision_sums_accumulate_in_float32(dtype):
+    # as JAX: 5000 float16 ones summed in float16 stop at 2048 (bfloat16: 256)
+    ones = fg.ones(5000, dtype=dtype)
+    exact = float(np.asarray(np.float32(5000).astype(dtype)))  # bfloat16 rounds 5000 to 4992
+    matrix = fg.ones((2, 5000), dtype=dtype)
+    checks = {
+        "sum": (fnp.sum, (ones,), exact),
+        "mean": (fnp.mean, (fg.ones(100000, dtype=dtype),), 1.0),
+        "cumsum": (lambda a: fnp.cumsum(a)[-1], (ones,), exact),
+        "matmul": (lambda a, b: (a @ b)[0, 0], (matrix, matrix.T), exact),
+        "logsumexp": (fnp.logsumexp, (fg.zeros(5000, dtype=dtype),), np.log(5000)),
+    }
+    for name, (fun, args, want) in checks.items():
+        for run in (fun, fg.jit(fun)):
+            got = run(*args)
+            assert got.dtype == dtype, name
+            np.testing.assert_allclose(float(got), want, rtol=1e-2, err_msg=name)
+    data = (np.random.default_rng(0).standard_normal(5000) + 10).astype(np.float32)
+    spread = fnp.var(fg.tensor(data).astype(dtype))
+    assert np.isfinite(float(spread)) and abs(float(spread) - data.var()) < 0.1

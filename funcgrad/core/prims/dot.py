@@ -46,6 +46,9 @@ def _dot_rule(lhs, rhs, *, dimension_numbers, preferred_element_type=None):
     return ShapedArray(shape, dtype, lhs.weak_type and rhs.weak_type)
 
 
+_HALF_FLOATS = (dtypes.float16, dtypes.bfloat16)
+
+
 def _dot_impl(lhs, rhs, *, dimension_numbers, preferred_element_type=None):
     (lc, rc), (lb, rb) = dimension_numbers
     out_dtype = lhs.dtype if preferred_element_type is None else preferred_element_type
@@ -53,6 +56,10 @@ def _dot_impl(lhs, rhs, *, dimension_numbers, preferred_element_type=None):
         # accumulate in the wider preferred type (as XLA and the compiled dot do): int8
         # products must not wrap, float32 products summed in float64 keep their digits
         lhs, rhs = lhs.astype(out_dtype), rhs.astype(out_dtype)
+    elif lhs.dtype in _HALF_FLOATS:  # summed in float32, as JAX (half sums stop at 2048)
+        out = _dot_impl(lhs.astype(np.float32), rhs.astype(np.float32),
+                        dimension_numbers=dimension_numbers)
+        return out.astype(out_dtype)
     if not lb and lc == (lhs.ndim - 1,) and rc == (0,) and rhs.ndim <= 2 and lhs.ndim <= 2:
         out = np.matmul(lhs, rhs) if lhs.ndim and rhs.ndim else lhs * rhs
         return np.asarray(out).astype(out_dtype, copy=False)
@@ -227,6 +234,13 @@ def _lower_dot_general(ctx, args, in_avals, out_avals, *, dimension_numbers,
                                     dimension_numbers=((lc, rc), (lb, rb)),
                                     preferred_element_type=preferred_element_type)
         return ctx.op("stablehlo.reshape", [out], out_avals)
+    if lhs_aval.dtype in _HALF_FLOATS:  # accumulate in float32 (see _dot_impl)
+        wide_in = [ShapedArray(a.shape, dtypes.float32) for a in in_avals]
+        wide_out = ShapedArray(out_avals[0].shape, dtypes.float32)
+        up = [ctx.op1("stablehlo.convert", [v], a) for v, a in zip(args, wide_in, strict=True)]
+        (out,) = _lower_dot_general(ctx, up, wide_in, [wide_out],
+                                    dimension_numbers=dimension_numbers)
+        return [ctx.op1("stablehlo.convert", [out], out_avals[0])]
     numbers = ctx.attr(
         "#stablehlo.dot<lhs_batching_dimensions = [{}], rhs_batching_dimensions = [{}], "
         "lhs_contracting_dimensions = [{}], rhs_contracting_dimensions = [{}]>".format(
