@@ -165,7 +165,15 @@ def all_reduce(tree: Any, op: str = "sum") -> Any:
     out = [None] * len(leaves)
     for dtype, positions in _group(reduce_dtypes).items():
         buffer = _pack([leaves[i] for i in positions], dtype)
-        _comm.Allreduce(_mpi.IN_PLACE, buffer, op=mpi_op)
+        if op == "max" and np.dtype(dtype).kind == "f":
+            # MPI's MAX keeps whichever operand its comparison favours, so with a NaN (or
+            # -0.0 against 0.0) ranks could end with different values: gather every rank's
+            # values and take np.maximum in rank order, the same on every rank, NaN-first
+            gathered = np.empty((_comm.Get_size(), *buffer.shape), buffer.dtype)
+            _comm.Allgather(buffer, gathered)
+            buffer = np.maximum.reduce(gathered, axis=0)
+        else:
+            _comm.Allreduce(_mpi.IN_PLACE, buffer, op=mpi_op)
         if op == "mean":
             buffer /= _comm.Get_size()
         for i, part in zip(positions, _unpack(buffer, [leaves[i] for i in positions]),

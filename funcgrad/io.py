@@ -167,7 +167,14 @@ def save(path: str | os.PathLike, tree: Any) -> None:
     >>> fg.save("/tmp/model.safetensors", {"w": fg.ones(3)})
     """
     path = os.fspath(path)
+    directory = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(directory):
+        raise FileNotFoundError(f"fg.save: the directory of {path!r} does not exist; create "
+                                f"it first (os.makedirs({directory!r}, exist_ok=True))")
     names, description, _ = _names_and_structure(tree)
+    if "__metadata__" in names:
+        raise ValueError("fg.save: a tensor cannot be named '__metadata__' (safetensors "
+                         "reserves that name for the file's header); rename that key")
     arrays, dtype_notes = {}, {}
     for name, leaf in zip(names, _tree.leaves(tree), strict=True):
         arrays[name], note = _encode(_host_array(name, leaf))
@@ -178,7 +185,6 @@ def save(path: str | os.PathLike, tree: Any) -> None:
                                            else {"root": description})}
     if dtype_notes:
         metadata[_DTYPES_KEY] = json.dumps(dtype_notes)
-    directory = os.path.dirname(os.path.abspath(path))
     temporary = os.path.join(directory,
                              f".{os.path.basename(path)}.{uuid.uuid4().hex[:12]}.tmp")
     try:

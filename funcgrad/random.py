@@ -471,6 +471,20 @@ def randint(key, shape: Sequence[int], minval, maxval, dtype=dtypes.int32) -> Te
                         "random.uniform for floats)")
     info = dtypes.iinfo(dtype)
     nbits = info.bits
+    if nbits < 32:
+        # sampled in 32 bits and cast, as JAX (less modulo bias; the same values)
+        import funcgrad.numpy as _fnp
+
+        def bound(value, extra):
+            value = _as_tensor(value) if not isinstance(value, (int, np.integer, float)) \
+                else value
+            if isinstance(value, (int, np.integer, float)):
+                return int(min(max(int(value), int(info.min)), int(info.max) + extra))
+            return _fnp.clip(ew.convert_element_type(value, dtypes.int32), int(info.min),
+                             int(info.max) + extra)
+
+        wide = randint(key, shape, bound(minval, 0), bound(maxval, 1), dtypes.int32)
+        return ew.convert_element_type(wide, dtype)
     minval, _ = _integer_bound("randint", "minval", minval, dtype)
     maxval, maxval_out_of_range = _integer_bound("randint", "maxval", maxval, dtype)
     _check_broadcast("randint", shape, minval.shape, maxval.shape)

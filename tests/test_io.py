@@ -156,3 +156,12 @@ def test_name_collisions_and_non_array_leaves_are_rejected(tmp_path):
         fg.save(tmp_path / "x.safetensors", {"a.b": fg.ones(1), "a": {"b": fg.ones(1)}})
     with pytest.raises(TypeError, match="'name'"):
         fg.save(tmp_path / "x.safetensors", {"name": "hello"})
+
+
+def test_save_refuses_the_reserved_name_and_a_missing_directory(tmp_path):
+    with pytest.raises(ValueError, match="__metadata__"):
+        fg.save(tmp_path / "m.safetensors", {"__metadata__": fg.ones(1)})
+    target = tmp_path / "missing" / "m.safetensors"
+    with pytest.raises(FileNotFoundError, match="missing"):
+        fg.save(target, {"a": fg.ones(1)})
+    assert not (tmp_path / "missing").exists()

@@ -654,3 +654,14 @@ def test_key_from_traced_seed():
     got = np.asarray(_vmap_over_keys(lambda s: random.key(s), seeds))
     np.testing.assert_array_equal(got, [random.key(s).numpy() for s in (0, 5, -1)])
     assert isinstance(random.key(3), Tensor)
+
+
+@pytest.mark.parametrize("dtype,low,high,want", [
+    # JAX 0.10.2's values for key(0), shape (6,): 8/16-bit dtypes are sampled in 32 bits
+    (np.int8, -5, 5, [4, -5, -3, -2, -4, 2]),
+    (np.int16, 0, 1000, [789, 0, 712, 373, 771, 347]),
+    (np.uint16, 3, 70000, [60992, 28482, 27128, 45758, 6720, 24105]),
+])
+def test_randint_small_dtypes_match_jax(dtype, low, high, want):
+    got = random.randint(random.key(0), (6,), low, high, dtype)
+    assert got.dtype == dtype and got.tolist() == want

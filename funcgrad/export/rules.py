@@ -630,7 +630,14 @@ def _reduce(op_type, supported, ordered=False):
     def rule(ctx, args, in_avals, out_avals, *, axes):
         if not axes:
             return [args[0]]
-        return [ctx.op(op_type, [args[0], ctx.ints(axes)], keepdims=0)]
+        out = ctx.op(op_type, [args[0], ctx.ints(axes)], keepdims=0)
+        if op_type in ("ReduceMax", "ReduceMin") and _is_float(in_avals[0].dtype):
+            # onnxruntime's ReduceMax/Min skip NaNs; NumPy, JAX and funcgrad return NaN
+            nan = ctx.cast(ctx.op("IsNaN", [args[0]]), np.int32)
+            any_nan = ctx.op("Greater", [ctx.op("ReduceMax", [nan, ctx.ints(axes)],
+                                                keepdims=0), ctx.scalar(0, np.int32)])
+            out = ctx.op("Where", [any_nan, ctx.scalar(np.nan, in_avals[0].dtype), out])
+        return [out]
 
     return _in_dtype(supported, rule, ordered=ordered)
 

@@ -96,6 +96,8 @@ def reduction(combine_op: str, init):
 
     def rule(ctx, args, in_avals, out_avals, *, axes):
         (x,), (aval,), (out,) = args, in_avals, out_avals
+        if any(aval.shape[a] == 0 for a in axes):  # nothing to combine: the identity
+            return [ctx.full(init(aval.dtype), out.strip_weak())]
         init_value = ctx.constant(np.asarray(init(aval.dtype), dtype=aval.dtype))
         op = ctx.op("stablehlo.reduce", [x, init_value], [out],
                     {"dimensions": ctx.i64_array(axes)}, regions=1)

@@ -340,7 +340,9 @@ def scan(f, init, xs=None, length=None, reverse: bool = False, unroll: int = 1):
     xs_flat = [as_tensor(x) for x in xs_flat]
     n = _leading_length(xs_flat, length)
     if _eager() and all(type(v) is Tensor for v in carry_flat + xs_flat):
-        return _scan_python(f, init, xs, xs_flat, xs_tree, n, reverse)
+        # (the carry as tensors: a Python int init comes back as a tensor, as in JAX)
+        return _scan_python(f, tree_unflatten(carry_tree, carry_flat), xs, xs_flat, xs_tree,
+                            n, reverse)
 
     carry_avals = [_strong(c.aval) for c in carry_flat]
     x_avals = [ShapedArray(x.shape[1:], x.dtype) for x in xs_flat]
@@ -652,7 +654,7 @@ def while_loop(cond_fun, body_fun, init_val):
     flat, tree = tree_flatten(init_val)
     flat = [as_tensor(x) for x in flat]
     if _eager() and all(type(x) is Tensor for x in flat):
-        val = init_val
+        val = tree_unflatten(tree, flat)  # Python numbers become tensors, as in JAX
         while True:
             pred = as_tensor(cond_fun(val))
             if pred.shape != () or pred.dtype != dtypes.bool_:

@@ -68,6 +68,9 @@ def collectives(dist):
     out["all_gather"] = as_arrays(dist.all_gather(as_tensors(make_tree(r, every))))
     # non-Tensor leaves (NumPy arrays, Python numbers) are accepted and come back as Tensors
     out["numpy_leaves"] = as_arrays(dist.all_reduce({"x": np.float32(r), "y": [1.0 * r]}))
+    # max with a NaN on one rank: NaN everywhere, the same on every rank
+    odd = np.array([np.nan if r == 0 else 1.0, 2.0, -0.0 if r == 0 else 0.0], np.float32)
+    out["max_nan"] = as_arrays(dist.all_reduce(fg.tensor(odd), op="max"))
     # barrier: rank 1 arrives late; nobody leaves before it arrived
     if r == 1:
         time.sleep(0.5)

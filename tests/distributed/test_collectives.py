@@ -56,6 +56,13 @@ def test_all_reduce(results, op):
             _check_leaf(got_leaf, want)
 
 
+def test_all_reduce_max_propagates_nan_identically_on_every_rank(results):
+    first, second = (r["max_nan"] for r in results)
+    assert np.isnan(first[0]) and first[1] == 2.0
+    np.testing.assert_array_equal(first, second)
+    assert np.signbit(first[2]) == np.signbit(second[2])
+
+
 @pytest.mark.parametrize("root", [0, 1])
 def test_broadcast(results, root):
     every = sorted(set(sum(REDUCE_DTYPES.values(), [])))

@@ -313,3 +313,10 @@ def test_dynamic_slicing():
     check_onnx(lambda x, s: (indexing.dynamic_slice(x, (s, 1), (2, 3)),
                              indexing.dynamic_update_slice(x, fg.ones((4, 2)), (s, s))),
                x, start)
+
+
+@pytest.mark.parametrize("fun", [lambda a: a.max(), lambda a: a.min(),
+                                 lambda a: fnp.max(a.reshape(2, 2), axis=1)])
+def test_max_and_min_reductions_keep_nan(fun):
+    # onnxruntime's ReduceMax/ReduceMin skip NaNs; the export must not
+    check_onnx(fun, fg.tensor(np.array([1.0, np.nan, 3.0, 0.5], np.float32)))

@@ -362,3 +362,24 @@ def test_numpy_compositions_jit_matches_eager():
         fg.tree.leaves_with_path(eager), fg.tree.leaves(eager), fg.tree.leaves(jitted), strict=False)
         for problem in [_compare(w, h)] if problem]
     assert not failures, failures
+
+
+def test_jit_edge_cases_found_by_user_style_probes():
+    # each of these compiled to a wrong value or failed to compile at some point
+    x = fg.tensor(np.array([1.0, 0.0, 1.0, 0.0, 1.0, 1.0], np.float32))
+    np.testing.assert_array_equal(fg.jit(fnp.argsort)(x), [1, 3, 0, 2, 4, 5])  # stable
+    grid = fg.tensor(np.random.default_rng(0).integers(0, 3, (4, 7)).astype(np.float32))
+    np.testing.assert_array_equal(fg.jit(lambda a: fnp.argsort(a, axis=0))(grid),
+                                  np.argsort(np.asarray(grid), axis=0, kind="stable"))
+    nans = fg.tensor(np.array([3.0, np.nan, 1.0, np.nan], np.float32))
+    assert int(fg.jit(fnp.argmax)(nans)) == 1 and int(fg.jit(fnp.argmin)(nans)) == 1
+    image = fg.tensor(np.arange(6, dtype=np.uint8).reshape(2, 3))
+    np.testing.assert_array_equal(fg.jit(lambda a: a[:, ::-1])(image), [[2, 1, 0], [5, 4, 3]])
+    ones = fg.ones(3, dtype=fg.complex128)
+    np.testing.assert_array_equal(fg.jit(lambda a: fnp.full_like(a, 2 + 1j))(ones), [2 + 1j] * 3)
+    empty = fg.ones((0, 3), dtype=fg.complex128)
+    np.testing.assert_array_equal(fg.jit(lambda a: a.sum(axis=0))(empty), [0j] * 3)
+    z = fg.tensor(np.array([1.7 + 2j, -3.2 - 1j, 1j, 0j], np.complex64))
+    for dtype in (fg.int32, fg.bool_, fg.float32):
+        np.testing.assert_array_equal(fg.jit(lambda a: a.astype(dtype))(z), z.astype(dtype))
+    np.testing.assert_array_equal(z.astype(fg.bool_), [True, True, True, False])

@@ -206,3 +206,11 @@ def test_scan_carry_type_change_is_a_clear_error():
     with pytest.raises(TypeError, match="carry"):
         fg.vmap(lambda v: fg.scan(lambda c, x: (c.astype(fg.float32), x), v[0], v),
                 in_axes=None, axis_size=1)(f64(1, 2))
+
+
+def test_eager_loops_return_tensors_for_python_number_carries():
+    # as JAX: the carry is an array even when the initial value is a Python int
+    assert isinstance(fg.while_loop(lambda c: c < 10, lambda c: c + 1, 0), fg.Tensor)
+    carry, _ = fg.scan(lambda c, r: (c + 1, r * c), 0, fg.ones(3))
+    assert isinstance(carry, fg.Tensor) and carry.dtype == fg.int32 and carry.item() == 3
+    assert isinstance(fg.fori_loop(0, 3, lambda i, c: c + i, 0), fg.Tensor)

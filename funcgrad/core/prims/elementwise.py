@@ -568,6 +568,8 @@ convert_element_type_p = Primitive("convert_element_type", linear=True, keeps_we
 
 
 def _convert_impl(x, *, new_dtype, weak_type=False):
+    if x.dtype.kind == "c" and new_dtype == np.bool_:
+        return x != 0  # either part nonzero, as NumPy and JAX
     if x.dtype.kind == "c" and new_dtype.kind != "c":
         x = np.real(x)
     if new_dtype.kind in "iu" and x.dtype.kind == "f":
@@ -858,15 +860,23 @@ def _lower_convert(ctx, args, in_avals, out_avals, *, new_dtype, weak_type=False
     (x,), (src,), (aval,) = args, in_avals, out_avals
     if src.dtype == aval.dtype:
         return [x]
-    if dtypes.is_complex(src.dtype) and not dtypes.is_complex(aval.dtype):
-        x = ctx.op1("stablehlo.real", [x], ShapedArray(src.shape, dtypes.real_dtype(src.dtype)))
+    if dtypes.is_complex(src.dtype) and not dtypes.is_complex(aval.dtype) and \
+            aval.dtype != np.bool_:
+        # complex to real or integer: the real part (as JAX)
+        src = ShapedArray(src.shape, dtypes.real_dtype(src.dtype))
+        x = ctx.op1("stablehlo.real", [x], src)
+        if src.dtype == aval.dtype:
+            return [x]
     if aval.dtype == np.bool_:
         # nonzero -> True (stablehlo.convert to i1 truncates instead)
         from funcgrad.lowering import rules
 
-        zero_aval = ShapedArray(src.shape, dtypes.real_dtype(src.dtype) if
-                                dtypes.is_complex(src.dtype) else src.dtype)
-        return [rules.compare(ctx, x, ctx.full(0, zero_aval), zero_aval, "NE")]
+        if dtypes.is_complex(src.dtype):  # either part nonzero (as NumPy)
+            part = ShapedArray(src.shape, dtypes.real_dtype(src.dtype))
+            nonzero = [rules.compare(ctx, ctx.op1(name, [x], part), ctx.full(0, part), part,
+                                     "NE") for name in ("stablehlo.real", "stablehlo.imag")]
+            return [ctx.op1("stablehlo.or", nonzero, aval.strip_weak())]
+        return [rules.compare(ctx, x, ctx.full(0, src), src, "NE")]
     if dtypes.is_complex(aval.dtype) and not dtypes.is_complex(src.dtype):
         from funcgrad.lowering import rules
 

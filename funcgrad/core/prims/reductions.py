@@ -422,6 +422,10 @@ def _arg_lowering(direction):
                         (), dtypes.bool_))], ShapedArray((), dtypes.bool_))],
                     ShapedArray((), dtypes.bool_))
             tie = rules.compare(ctx, a, b, sv, "EQ")
+            if dtypes.is_inexact(aval.dtype):  # two NaNs tie: the first one wins, as NumPy
+                tie = ctx.op1("stablehlo.or", [tie, ctx.op1("stablehlo.and", [a_nan, b_nan],
+                                                            ShapedArray((), dtypes.bool_))],
+                              ShapedArray((), dtypes.bool_))
             lower = rules.compare(ctx, ai, bi, si, "LT")
             take_a = ctx.op1("stablehlo.or", [better, ctx.op1("stablehlo.and", [tie, lower],
                                                                ShapedArray((), dtypes.bool_))],

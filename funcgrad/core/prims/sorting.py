@@ -70,11 +70,36 @@ def sort(operands, dimension: int = -1, num_keys: int = 1):
     return sort_p.bind(*operands, dimension=dimension, num_keys=int(num_keys))
 
 
+def _positions_operand(args, num_keys, dimension):
+    """The index of an operand that already holds the positions along ``dimension`` (an
+    iota, as argsort passes), or None."""
+    for i in range(num_keys, len(args)):
+        owner = getattr(args[i], "owner", None)
+        name = getattr(getattr(owner, "name", None), "value", getattr(owner, "name", None))
+        if name == "stablehlo.iota":
+            attr = owner.attributes["iota_dimension"]
+            if int(getattr(attr, "value", -1)) == dimension:
+                return i
+    return None
+
+
 def _lower_sort(ctx, args, in_avals, out_avals, *, dimension, num_keys):
-    """stablehlo.sort with a lexicographic comparator over the keys; NaNs sort last."""
+    """stablehlo.sort with a lexicographic comparator over the keys; NaNs sort last.
+    Stable as the eager sort: IREE 3.13 ignores ``is_stable``, so the positions (an
+    operand that is already an iota, else one more operand) are the comparator's last key.
+    (Passing a second identical iota fails to compile: IREE merges them.)"""
     from funcgrad.lowering import rules
 
-    op = ctx.op("stablehlo.sort", args, out_avals,
+    args, in_avals = list(args), list(in_avals)
+    tie = _positions_operand(args, num_keys, dimension)
+    added = tie is None
+    if added:
+        positions = ShapedArray(in_avals[0].shape, dtypes.int32)
+        args.append(ctx.op1("stablehlo.iota", [], positions,
+                            {"iota_dimension": ctx.i64_attr(dimension)}))
+        in_avals.append(positions)
+        tie = len(args) - 1
+    op = ctx.op("stablehlo.sort", args, [a.strip_weak() for a in in_avals],
                 {"dimension": ctx.i64_attr(dimension), "is_stable": ctx.bool_attr(True)},
                 regions=1)
     scalars = []
@@ -85,7 +110,7 @@ def _lower_sort(ctx, args, in_avals, out_avals, *, dimension, num_keys):
     bool_scalar = ShapedArray((), dtypes.bool_)
     with ctx.ir.InsertionPoint(block):
         result = None
-        for k in reversed(range(num_keys)):
+        for k in reversed([*range(num_keys), tie]):
             a, b = block.arguments[2 * k], block.arguments[2 * k + 1]
             s = scalars[2 * k]
             less = rules.compare(ctx, a, b, s, "LT")
@@ -105,7 +130,8 @@ def _lower_sort(ctx, args, in_avals, out_avals, *, dimension, num_keys):
                 result = ctx.op1("stablehlo.or", [less, ctx.op1("stablehlo.and", [
                     equal, result], bool_scalar)], bool_scalar)
         ctx.op("stablehlo.return", [result], [])
-    return list(op.results)
+    results = list(op.results)
+    return results[:-1] if added else results
 
 
 sort_p.lower = _lower_sort

@@ -481,8 +481,17 @@ def full_like(x, value):
 
 
 def _lower_broadcast(ctx, args, in_avals, out_avals, *, shape, broadcast_dimensions):
-    return ctx.op("stablehlo.broadcast_in_dim", args, out_avals,
-                  {"broadcast_dimensions": ctx.i64_array(broadcast_dimensions)})
+    attrs = {"broadcast_dimensions": ctx.i64_array(broadcast_dimensions)}
+    if in_avals[0].dtype == np.complex128:
+        # IREE 3.13 turns a broadcast complex128 into an i128 splat it cannot compile:
+        # broadcast the float64 parts and combine them
+        parts = []
+        for op_name in ("stablehlo.real", "stablehlo.imag"):
+            part = ctx.op1(op_name, args, ShapedArray(in_avals[0].shape, np.dtype(np.float64)))
+            parts.append(ctx.op1("stablehlo.broadcast_in_dim", [part],
+                                 ShapedArray(shape, np.dtype(np.float64)), attrs))
+        return [ctx.op1("stablehlo.complex", parts, out_avals[0].strip_weak())]
+    return ctx.op("stablehlo.broadcast_in_dim", args, out_avals, attrs)
 
 
 def _lower_reshape(ctx, args, in_avals, out_avals, *, new_sizes):
@@ -513,6 +522,15 @@ def _lower_concatenate(ctx, args, in_avals, out_avals, *, dimension):
 
 
 def _lower_rev(ctx, args, in_avals, out_avals, *, dimensions):
+    aval = in_avals[0]
+    if aval.dtype.kind == "u":
+        # IREE 3.13 cannot legalize a reverse of unsigned integers (uint8 images flipped):
+        # reverse the same bits as signed integers
+        signed = ShapedArray(aval.shape, np.dtype(f"int{aval.dtype.itemsize * 8}"))
+        bits = ctx.op1("stablehlo.bitcast_convert", args, signed)
+        flipped = ctx.op1("stablehlo.reverse", [bits], signed,
+                          {"dimensions": ctx.i64_array(dimensions)})
+        return [ctx.op1("stablehlo.bitcast_convert", [flipped], out_avals[0].strip_weak())]
     return ctx.op("stablehlo.reverse", args, out_avals,
                   {"dimensions": ctx.i64_array(dimensions)})
 
