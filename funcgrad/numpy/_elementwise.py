@@ -43,6 +43,14 @@ def _unary(name, prim, *, inexact: bool, doc: str):
 def _binary(name, prim, *, inexact: bool = False, doc: str):
     def fn(x, y):
         x, y = promote(name, x, y, to_inexact=inexact)
+        if name == "left_shift":
+            _integers_only(name, x)
+        if x.dtype == np.bool_:
+            logical = _ON_BOOLS.get(name)
+            if logical is not None:  # NumPy/JAX: True + True is True (or), * is and
+                return apply_elementwise(name, logical, x, y)
+            if name in _ORDERINGS:  # False < True, compared as integers
+                x, y = (ew.convert_element_type(v, np.dtype(np.uint8)) for v in (x, y))
         return apply_elementwise(name, prim, x, y)
 
     fn.__name__ = fn.__qualname__ = name
@@ -94,6 +102,11 @@ _BINARY = {
     "left_shift": (ew.shift_left_p, False, "x shifted left by y bits"),
 }
 
+# what add/multiply/maximum/minimum compute on two bool operands, and the comparisons
+# whose primitives need numbers
+_ON_BOOLS = {"add": ew.or_p, "multiply": ew.and_p, "maximum": ew.or_p, "minimum": ew.and_p}
+_ORDERINGS = ("less", "less_equal", "greater", "greater_equal")
+
 for _name, (_prim, _inexact, _doc) in _UNARY.items():
     globals()[_name] = _unary(_name, _prim, inexact=_inexact, doc=_doc)
 for _name, (_prim, _inexact, _doc) in _BINARY.items():
@@ -111,9 +124,16 @@ def positive(x):
     return asarray(x)
 
 
+def _integers_only(name, x):
+    if not dtypes.is_integer(x.dtype):
+        raise TypeError(f"{name}: bit shifts need integer operands, got {x.dtype.name} (as "
+                        "NumPy and JAX)")
+
+
 def right_shift(x, y):
     """x shifted right by y bits (arithmetic for signed integers, as NumPy)."""
     x, y = promote("right_shift", x, y)
+    _integers_only("right_shift", x)
     prim = ew.shift_right_arithmetic_p if x.dtype.kind == "i" else ew.shift_right_logical_p
     return apply_elementwise("right_shift", prim, x, y)
 

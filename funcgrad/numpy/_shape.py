@@ -8,7 +8,9 @@ import operator
 import numpy as np
 
 from funcgrad.core import dtypes
+from funcgrad.core.interpreter import Tracer
 from funcgrad.core.prims import structural as st
+from funcgrad.core.tensor import Tensor
 from funcgrad.numpy._util import (
     asarray,
     broadcast_shapes,
@@ -20,8 +22,11 @@ from funcgrad.numpy._util import broadcast_to as _broadcast_to
 
 
 def _resolve_shape(name, shape, size):
-    if isinstance(shape, (int, np.integer)):
+    if isinstance(shape, (int, np.integer)) or (isinstance(shape, Tensor) and shape.ndim == 0):
         shape = (shape,)
+    for d in shape if isinstance(shape, (tuple, list)) else ():
+        if isinstance(d, Tracer):  # shapes must be known when tracing: say how
+            raise d._concretization_error(f"{name}: use as a shape")
     try:
         shape = [operator.index(d) for d in shape]
     except TypeError:

@@ -10,6 +10,7 @@ from funcgrad.core.abstract import ShapedArray
 from funcgrad.core.config import config
 from funcgrad.core.prims import elementwise as ew
 from funcgrad.core.prims.structural import broadcast_in_dim
+from funcgrad.core.interpreter import Tracer
 from funcgrad.core.tensor import Tensor, to_numpy_array, wrap
 
 _SCALARS = (bool, int, float, complex)
@@ -142,6 +143,8 @@ def _check_rule(name: str, prim, tensors, shape):
 
 
 def normalize_axis(name: str, axis: int, ndim: int) -> int:
+    if isinstance(axis, Tracer):  # axes must be known when tracing: say how
+        raise axis._concretization_error(f"{name}: use as an axis")
     if not isinstance(axis, (int, np.integer)) or isinstance(axis, bool):
         raise TypeError(f"{name}: axis must be an int, got {type(axis).__name__}")
     if not -ndim <= axis < max(ndim, 1) or (ndim == 0 and axis not in (0, -1)):

@@ -662,8 +662,14 @@ def clear_caches():
 
 
 def _log_env():
+    """FUNCGRAD_LOG_RETRACE=1: the retrace messages reach stderr with no logging setup (a
+    handler of funcgrad's own when the application has configured none)."""
     if os.environ.get("FUNCGRAD_LOG_RETRACE") not in (None, "", "0"):
-        logging.getLogger("funcgrad.jit").setLevel(logging.INFO)
+        logger.setLevel(logging.INFO)
+        if not logger.handlers and not logging.getLogger().handlers:
+            handler = logging.StreamHandler()
+            handler.setFormatter(logging.Formatter("%(levelname)s:%(name)s:%(message)s"))
+            logger.addHandler(handler)
 
 
 _log_env()

@@ -329,3 +329,18 @@ def test_every_tensor_method_works_on_traced_values(method, args):
     eager = getattr(x, method)(*args)
     np.testing.assert_allclose(fg.jit(lambda a: getattr(a, method)(*args))(x), eager,
                                rtol=1e-6)
+
+
+def test_log_retrace_environment_variable_prints_without_logging_setup(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    script = ("import funcgrad as fg\n"
+              "f = fg.jit(lambda x: x * 2)\n"
+              "f(fg.ones(2))\n"
+              "f(fg.ones(3))\n")
+    env = {**os.environ, "FUNCGRAD_LOG_RETRACE": "1", "FUNCGRAD_CACHE_DIR": str(tmp_path)}
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert "retracing because" in done.stderr and "shape" in done.stderr

@@ -319,3 +319,36 @@ def test_float_to_int_saturates_and_maps_nan_to_zero(dtype):
                      -2 if info.min < 0 else 0], dtype)
     np.testing.assert_array_equal(fg.tensor(data).astype(dtype), want)
     np.testing.assert_array_equal(fg.jit(lambda x: x.astype(dtype))(fg.tensor(data)), want)
+
+
+def test_bool_arithmetic_and_ordering_eager_and_compiled():
+    # as NumPy and JAX: + is or, * is and, max/min are or/and, False < True
+    a = np.array([True, False, True, False])
+    b = np.array([True, True, False, False])
+    cases = [lambda x, y: x + y, lambda x, y: x * y, fnp.maximum, fnp.minimum,
+             lambda x, y: x < y, lambda x, y: x >= y]
+    for fun in cases:
+        want = fun(a, b) if fun not in (fnp.maximum, fnp.minimum) else \
+            (np.maximum if fun is fnp.maximum else np.minimum)(a, b)
+        for run in (fun, fg.jit(fun)):
+            got = run(fg.tensor(a), fg.tensor(b))
+            assert got.dtype == np.bool_
+            np.testing.assert_array_equal(got, want)
+
+
+def test_shift_edge_cases_agree_eager_and_compiled():
+    # amounts out of [0, bits), negative ones included, as XLA: 0 or the sign fill
+    x = fg.tensor(np.array([8, -8], np.int32))
+    for amount, right, left in ((-1, [0, -1], [0, 0]), (40, [0, -1], [0, 0]), (1, [4, -4], [16, -16])):
+        for run in (lambda f: f, fg.jit):
+            np.testing.assert_array_equal(run(lambda a: a >> amount)(x), right)
+            np.testing.assert_array_equal(run(lambda a: a << amount)(x), left)
+    with pytest.raises(TypeError, match="integer"):
+        fg.tensor([8.0]) >> fg.tensor([1.0])
+
+
+def test_bfloat16_to_int_saturates_eagerly_too():
+    x = fg.tensor(np.array([np.nan, np.inf, -np.inf, 3.5], np.float32)).astype(fg.bfloat16)
+    want = [0, np.iinfo(np.int32).max, np.iinfo(np.int32).min, 3]
+    np.testing.assert_array_equal(x.astype(fg.int32), want)
+    np.testing.assert_array_equal(fg.jit(lambda a: a.astype(fg.int32))(x), want)

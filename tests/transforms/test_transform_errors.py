@@ -335,3 +335,11 @@ def test_jvp_tangent_dtype_must_match_the_primal():
         fg.jvp(lambda a: a * a, (x,), (fg.tensor(np.ones(2)),))
     _, tangent = fg.jvp(lambda a: a * a, (fg.tensor(3.0),), (1.0,))  # a weak Python float
     assert tangent.item() == 6.0
+
+
+def test_traced_shapes_and_axes_name_static_argnums():
+    x = fg.ones((2, 2))
+    with pytest.raises(TypeError, match="shape.*argument n.*static_argnums"):
+        fg.jit(lambda a, n: a.reshape(n))(x, fg.tensor(4))
+    with pytest.raises(TypeError, match="axis.*argument n.*static_argnums"):
+        fg.jit(lambda a, n: fnp.sum(a, axis=n))(x, fg.tensor(1))

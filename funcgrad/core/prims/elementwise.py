@@ -230,7 +230,9 @@ def _shift_right_arithmetic_impl(x, y):
     bits = x.dtype.itemsize * 8
     if _shift_in_range(x, y):
         return np.right_shift(x, y.astype(x.dtype))
-    return np.right_shift(x, np.clip(y, 0, bits - 1).astype(x.dtype)).astype(x.dtype)
+    # an amount out of [0, bits) (negative ones too, as XLA) shifts in the sign bit only
+    amount = np.where((y < 0) | (y >= bits), bits - 1, y).astype(x.dtype)
+    return np.right_shift(x, amount).astype(x.dtype)
 
 
 def _not_impl(x):
@@ -572,7 +574,7 @@ def _convert_impl(x, *, new_dtype, weak_type=False):
         return x != 0  # either part nonzero, as NumPy and JAX
     if x.dtype.kind == "c" and new_dtype.kind != "c":
         x = np.real(x)
-    if new_dtype.kind in "iu" and x.dtype.kind == "f":
+    if new_dtype.kind in "iu" and dtypes.is_inexact(x.dtype):  # (bfloat16's kind is "V")
         # saturating, NaN -> 0 (as JAX/XLA; a plain cast is undefined out of range)
         info = np.iinfo(new_dtype)
         with np.errstate(all="ignore"):
