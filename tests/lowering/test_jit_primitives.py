@@ -383,3 +383,15 @@ def test_jit_edge_cases_found_by_user_style_probes():
     for dtype in (fg.int32, fg.bool_, fg.float32):
         np.testing.assert_array_equal(fg.jit(lambda a: a.astype(dtype))(z), z.astype(dtype))
     np.testing.assert_array_equal(z.astype(fg.bool_), [True, True, True, False])
+
+
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
+def test_complex_pad_and_extrema_compile_and_match_numpy(dtype):
+    z = fg.tensor(np.array([1 + 2j, 3 - 1j], dtype))
+    np.testing.assert_array_equal(fg.jit(lambda a: fnp.pad(a, (1, 2), constant_values=5j))(z),
+                                  np.pad(np.asarray(z), (1, 2), constant_values=5j))
+    a = np.array([1 + 1j, 2 + 0j, complex(np.nan, 0), 1 + 5j, complex(0, np.nan)], dtype)
+    b = np.array([1 + 2j, 1 + 9j, 5 + 5j, complex(np.nan, 1), 2 + 2j], dtype)
+    for ours, theirs in ((fnp.maximum, np.maximum), (fnp.minimum, np.minimum)):
+        got = fg.jit(ours)(fg.tensor(a), fg.tensor(b))
+        np.testing.assert_array_equal(got, theirs(a, b))  # (NaNs compare equal here)

@@ -701,6 +701,8 @@ def _declare_lowerings():
                             (gt_p, "GT"), (ge_p, "GE")):
         prim.lower = rules.comparison(direction)
     pow_p.lower = _lower_pow
+    max_p.lower = _lower_extremum("stablehlo.maximum", "GT")
+    min_p.lower = _lower_extremum("stablehlo.minimum", "LT")
     div_p.lower = rules.integer_division("stablehlo.divide", _all_ones)
     rem_p.lower = rules.integer_division("stablehlo.remainder", lambda ctx, x, aval: x)
     conj_p.lower = _lower_conj
@@ -708,6 +710,42 @@ def _declare_lowerings():
     select_n_p.lower = _lower_select_n
     convert_element_type_p.lower = _lower_convert
     _declare_math_fallbacks()
+
+
+def _lower_extremum(op_name, direction):
+    """max/min; for complex values NumPy's order (lexicographic, a NaN in either part
+    wins, the first one on two NaNs), which IREE's complex maximum/minimum do not keep."""
+
+    def rule(ctx, args, in_avals, out_avals):
+        aval = out_avals[0].strip_weak()
+        if not dtypes.is_complex(aval.dtype):
+            return ctx.op(op_name, args, out_avals)
+        from funcgrad.lowering import rules
+
+        part = ShapedArray(aval.shape, dtypes.real_dtype(aval.dtype))
+        bools = ShapedArray(aval.shape, dtypes.bool_)
+        (ar, ai), (br, bi) = ([ctx.op1(f"stablehlo.{p}", [v], part) for p in ("real", "imag")]
+                              for v in args)
+
+        def either(*conditions):
+            out = conditions[0]
+            for c in conditions[1:]:
+                out = ctx.op1("stablehlo.or", [out, c], bools)
+            return out
+
+        def both(a, b):
+            return ctx.op1("stablehlo.and", [a, b], bools)
+
+        def cmp(x, y, how):
+            return rules.compare(ctx, x, y, part, how)
+
+        a_nan = either(cmp(ar, ar, "NE"), cmp(ai, ai, "NE"))
+        b_nan = either(cmp(br, br, "NE"), cmp(bi, bi, "NE"))
+        ordered = either(cmp(ar, br, direction), both(cmp(ar, br, "EQ"), cmp(ai, bi, direction)))
+        a_wins = either(a_nan, both(ctx.op1("stablehlo.not", [b_nan], bools), ordered))
+        return [ctx.op1("stablehlo.select", [a_wins, args[0], args[1]], aval)]
+
+    return rule
 
 
 def _lower_pow(ctx, args, in_avals, out_avals):

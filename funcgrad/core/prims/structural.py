@@ -483,14 +483,8 @@ def full_like(x, value):
 def _lower_broadcast(ctx, args, in_avals, out_avals, *, shape, broadcast_dimensions):
     attrs = {"broadcast_dimensions": ctx.i64_array(broadcast_dimensions)}
     if in_avals[0].dtype == np.complex128:
-        # IREE 3.13 turns a broadcast complex128 into an i128 splat it cannot compile:
-        # broadcast the float64 parts and combine them
-        parts = []
-        for op_name in ("stablehlo.real", "stablehlo.imag"):
-            part = ctx.op1(op_name, args, ShapedArray(in_avals[0].shape, np.dtype(np.float64)))
-            parts.append(ctx.op1("stablehlo.broadcast_in_dim", [part],
-                                 ShapedArray(shape, np.dtype(np.float64)), attrs))
-        return [ctx.op1("stablehlo.complex", parts, out_avals[0].strip_weak())]
+        return _on_complex_parts(ctx, "stablehlo.broadcast_in_dim", args, in_avals,
+                                 out_avals[0], attrs)
     return ctx.op("stablehlo.broadcast_in_dim", args, out_avals, attrs)
 
 
@@ -509,11 +503,26 @@ def _lower_slice(ctx, args, in_avals, out_avals, *, start_indices, limit_indices
         "limit_indices": ctx.i64_array(limit_indices), "strides": ctx.i64_array(strides)})
 
 
+def _on_complex_parts(ctx, op_name, args, in_avals, out_aval, attrs):
+    """``op_name`` applied to the real and the imaginary parts of complex operands, then
+    recombined: for the data-movement ops IREE 3.13 cannot compile on complex values
+    (a pad crashes iree-compile; a broadcast complex128 becomes an i128 splat)."""
+    real = np.dtype(dtypes.real_dtype(out_aval.dtype))
+    parts = []
+    for part_op in ("stablehlo.real", "stablehlo.imag"):
+        inputs = [ctx.op1(part_op, [a], ShapedArray(av.shape, real))
+                  for a, av in zip(args, in_avals, strict=True)]
+        parts.append(ctx.op1(op_name, inputs, ShapedArray(out_aval.shape, real), attrs))
+    return [ctx.op1("stablehlo.complex", parts, out_aval.strip_weak())]
+
+
 def _lower_pad(ctx, args, in_avals, out_avals, *, padding_config):
-    return ctx.op("stablehlo.pad", args, out_avals, {
-        "edge_padding_low": ctx.i64_array([lo for lo, _, _ in padding_config]),
-        "edge_padding_high": ctx.i64_array([hi for _, hi, _ in padding_config]),
-        "interior_padding": ctx.i64_array([i for _, _, i in padding_config])})
+    attrs = {"edge_padding_low": ctx.i64_array([lo for lo, _, _ in padding_config]),
+             "edge_padding_high": ctx.i64_array([hi for _, hi, _ in padding_config]),
+             "interior_padding": ctx.i64_array([i for _, _, i in padding_config])}
+    if dtypes.is_complex(in_avals[0].dtype):
+        return _on_complex_parts(ctx, "stablehlo.pad", args, in_avals, out_avals[0], attrs)
+    return ctx.op("stablehlo.pad", args, out_avals, attrs)
 
 
 def _lower_concatenate(ctx, args, in_avals, out_avals, *, dimension):
