@@ -37,9 +37,11 @@ class Literal:
 
     __slots__ = ("value", "aval")
 
-    def __init__(self, value):
+    def __init__(self, value, weak: bool = False):
         self.value = value
         self.aval = aval_of(value)
+        if weak:  # a weakly typed scalar (a Python number after promotion) stays weak
+            self.aval = ShapedArray(self.aval.shape, self.aval.dtype, True)
 
     def __repr__(self) -> str:
         return f"Literal({self.value!r})"

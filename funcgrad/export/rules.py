@@ -261,7 +261,8 @@ def _logical_shift(ctx, x, amount, dtype, direction):
 
 def _shift(kind):
     """shift_left / shift_right_logical give 0 for amounts outside [0, bits);
-    shift_right_arithmetic clamps the amount to bits - 1 (sign fill)."""
+    shift_right_arithmetic shifts by bits - 1 (the sign fill) for them, negative ones
+    included (as XLA and funcgrad)."""
 
     def rule(ctx, args, in_avals, out_avals):
         x, y = args
@@ -271,6 +272,9 @@ def _shift(kind):
                                  ctx.scalar(0, dtype)]) if _has_min_max(dtype) else \
             _clamp_small(ctx, y, dtype, bits)
         if kind == "arithmetic":
+            if dtype.kind == "i":  # a negative amount: the sign fill too
+                clamped = _where(ctx, _less(ctx, y, 0, dtype), ctx.scalar(bits - 1, dtype),
+                                 clamped, dtype)
             logical = _logical_shift(ctx, x, clamped, dtype, "RIGHT")
             if dtype.kind == "u":
                 return [logical]

@@ -51,6 +51,47 @@ def _trace_fun(fun, in_tree, in_avals, name):
     return closed, consts, store["tree"]
 
 
+def _signature_of(tree_value):
+    """(tree structure, [(shape, dtype)]) of a pytree of values, for type checks."""
+    flat, tree = tree_flatten(tree_value)
+    return tree, [(tuple(a.shape), a.dtype) for a in (_strong(as_tensor(x).aval)
+                                                      for x in flat)]
+
+
+def _promoted_carry(init_avals, weak, got):
+    """JAX's rule for loop carries: an initial value that is weakly typed (a Python number)
+    takes the dtype the body gives it when that is what promotion would give.  Returns the
+    new initial avals, or None when nothing can be promoted."""
+    changed = False
+    new = list(init_avals)
+    for i, (a, w, b) in enumerate(zip(init_avals, weak, got, strict=True)):
+        if w and a.shape == b.shape and a.dtype != b.dtype and \
+                dtypes.promote_pairs(((a.dtype, True), (b.dtype, False)))[0] == b.dtype:
+            new[i] = ShapedArray(a.shape, b.dtype)
+            changed = True
+    return new if changed else None
+
+
+def _check_same_type(what, names, first, second):
+    """Eager control flow checks what its traced form would (as JAX): two values that
+    must have one structure, shapes and dtypes (branch outputs, a carry before/after)."""
+    (tree_a, types_a), (tree_b, types_b) = _signature_of(first), _signature_of(second)
+    weak = [getattr(as_tensor(x), "weak_type", False) for x in tree_flatten(first)[0]]
+    if tree_a == tree_b and len(weak) == len(types_a):
+        promoted = _promoted_carry([ShapedArray(sh, d) for sh, d in types_a], weak,
+                                   [ShapedArray(sh, d) for sh, d in types_b])
+        if promoted is not None:  # a Python-number start adopting the body's dtype
+            types_a = [(a.shape, a.dtype) for a in promoted]
+    if tree_a != tree_b:
+        raise TypeError(f"{what}: {names[0]} has structure {tree_a} but {names[1]} has "
+                        f"{tree_b}; they must match")
+    if types_a != types_b:
+        fmt = lambda ts: "(" + ", ".join(f"{np.dtype(d).name}{list(s)}" for s, d in ts) + ")"  # noqa: E731
+        raise TypeError(f"{what}: {names[0]} is {fmt(types_a)} but {names[1]} is "
+                        f"{fmt(types_b)}; they must have the same shapes and dtypes (it "
+                        "would fail under jit)")
+
+
 def _with_extra_inputs(ir: IR, before: list, after: list = ()) -> IR:
     """``ir`` taking extra, unused inputs of the given avals before/after its own."""
     return IR([Var(a) for a in before] + ir.in_vars + [Var(a) for a in after],
@@ -103,9 +144,29 @@ def switch(index, branches, *operands):
         raise TypeError("switch: branches must be callables")
     if _eager() and (not isinstance(index, Tensor) or type(index) is Tensor):
         i = int(np.clip(int(np.asarray(index)), 0, len(branches) - 1))
-        return branches[i](*operands)
+        out = branches[i](*operands)
+        _check_other_branches("switch", branches, [f"branch {k}" for k in range(len(branches))],
+                              i, operands, out)
+        return out
     return _staged_switch(index, branches, operands,
                           [f"branch {k}" for k in range(len(branches))])
+
+
+def _check_other_branches(what, branches, names, taken, operands, out):
+    """The branches not run eagerly are traced (not run) and must return what the taken
+    one did, as under jit."""
+    flat_ops, in_tree = tree_flatten(operands)
+    in_avals = [_strong(as_tensor(x).aval) for x in flat_ops]
+    want = _signature_of(out)
+    for k, branch in enumerate(branches):
+        if k == taken:
+            continue
+        ir, _, tree = _trace_fun(branch, in_tree, in_avals, what)
+        got = (tree, [(tuple(a.shape), a.dtype) for a in map(_strong, ir.out_avals)])
+        if got != want:
+            placeholder = tree_unflatten(tree, [
+                wrap(np.zeros(a.shape, a.dtype)) for a in map(_strong, ir.out_avals)])
+            _check_same_type(what, [names[taken], names[k]], out, placeholder)
 
 
 def _staged_switch(index, branches, operands, names):
@@ -169,7 +230,11 @@ def cond(pred, true_fun, false_fun, *operands):
         pred_array = np.asarray(pred)
         if pred_array.shape != ():
             raise TypeError(f"cond: the predicate must be a scalar, got shape {pred_array.shape}")
-        return true_fun(*operands) if bool(pred_array) else false_fun(*operands)
+        taken = bool(pred_array)
+        out = (true_fun if taken else false_fun)(*operands)
+        _check_other_branches("cond", [false_fun, true_fun], ["false_fun", "true_fun"],
+                              int(taken), operands, out)
+        return out
     pred = as_tensor(pred)
     if pred.shape != ():
         raise TypeError(f"cond: the predicate must be a scalar, got shape {pred.shape}")
@@ -362,12 +427,20 @@ def scan(f, init, xs=None, length=None, reverse: bool = False, unroll: int = 1):
         new_flat = [as_tensor(c) for c in new_flat]
         got = [_strong(c.aval) for c in new_flat]
         if [(a.shape, a.dtype) for a in got] != [(a.shape, a.dtype) for a in carry_avals]:
-            raise TypeError(f"scan: the body's carry output types {_typestr(got)} differ from "
-                            f"the input carry types {_typestr(carry_avals)}")
+            raise _CarryTypeError(f"scan: the body's carry output types {_typestr(got)} "
+                                  f"differ from the input carry types "
+                                  f"{_typestr(carry_avals)}", got)
         y_flat, store["y_tree"] = tree_flatten(y)
         return new_flat + [as_tensor(v) for v in y_flat]
 
-    ir = trace_to_ir(body, carry_avals + x_avals, name="scan")
+    try:
+        ir = trace_to_ir(body, carry_avals + x_avals, name="scan")
+    except _CarryTypeError as err:
+        promoted = _promoted_carry(carry_avals, [c.weak_type for c in carry_flat], err.got)
+        if promoted is None:
+            raise TypeError(str(err)) from None
+        carry_avals = promoted  # as JAX: Python-number starts take the body's dtype
+        ir = trace_to_ir(body, carry_avals + x_avals, name="scan")
     closed, consts = hoist_consts(ir)
     init_vals = [ew.convert_element_type(c, a.dtype) if c.weak_type else c
                  for c, a in zip(carry_flat, carry_avals, strict=False)]
@@ -377,7 +450,13 @@ def scan(f, init, xs=None, length=None, reverse: bool = False, unroll: int = 1):
     return carry_out, tree_unflatten(store["y_tree"], outs[len(carry_avals):])
 
 
-def _scan_python(f, init, xs, xs_flat, xs_tree, n, reverse):
+class _CarryTypeError(TypeError):
+    def __init__(self, message, got):
+        super().__init__(message)
+        self.got = got
+
+
+def _scan_python(f, init, xs, xs_flat, xs_tree, n, reverse, name="scan"):
     from funcgrad.numpy import stack
 
     carry = init
@@ -388,6 +467,9 @@ def _scan_python(f, init, xs, xs_flat, xs_tree, n, reverse):
         out = f(carry, x)
         if not (isinstance(out, tuple) and len(out) == 2):
             raise TypeError("scan: the body must return a pair (carry, y)")
+        if not ys:
+            _check_same_type(name, ["the initial carry", "the carry the body returns"],
+                             carry, out[0])
         carry, y = out
         ys.append(y)
     if reverse:
@@ -655,6 +737,7 @@ def while_loop(cond_fun, body_fun, init_val):
     flat = [as_tensor(x) for x in flat]
     if _eager() and all(type(x) is Tensor for x in flat):
         val = tree_unflatten(tree, flat)  # Python numbers become tensors, as in JAX
+        first = True
         while True:
             pred = as_tensor(cond_fun(val))
             if pred.shape != () or pred.dtype != dtypes.bool_:
@@ -662,7 +745,11 @@ def while_loop(cond_fun, body_fun, init_val):
                                 f"{pred.dtype.name}{list(pred.shape)}")
             if not bool(pred):
                 return val
-            val = body_fun(val)
+            new = body_fun(val)
+            if first:
+                _check_same_type("while_loop", ["init_val", "what body_fun returns"], val, new)
+                first = False
+            val = new
     avals = [_strong(x.aval) for x in flat]
     args_tree = tree_flatten((init_val,))[1]
     cond_ir, cond_consts, _ = _trace_fun(cond_fun, args_tree, avals, "while_cond")
@@ -675,6 +762,13 @@ def while_loop(cond_fun, body_fun, init_val):
         raise TypeError(f"while_loop: body_fun returns structure {body_tree}, but the loop "
                         f"value has structure {tree}")
     got = [_strong(a) for a in body_ir.out_avals]
+    if [(a.shape, a.dtype) for a in got] != [(a.shape, a.dtype) for a in avals]:
+        promoted = _promoted_carry(avals, [x.weak_type for x in flat], got)
+        if promoted is not None:  # as JAX: Python-number starts take the body's dtype
+            avals = promoted
+            cond_ir, cond_consts, _ = _trace_fun(cond_fun, args_tree, avals, "while_cond")
+            body_ir, body_consts, _ = _trace_fun(body_fun, args_tree, avals, "while_body")
+            got = [_strong(a) for a in body_ir.out_avals]
     if [(a.shape, a.dtype) for a in got] != [(a.shape, a.dtype) for a in avals]:
         raise TypeError(f"while_loop: body_fun returns {_typestr(got)} but the loop value has "
                         f"types {_typestr(avals)}")
@@ -816,9 +910,14 @@ def fori_loop(lower, upper, body_fun, init_val):
     if static:
         lo, hi = int(lower), int(upper)
         if _eager() and all(type(x) is Tensor for x in map(as_tensor, tree_flatten(init_val)[0])):
-            val = init_val
+            val = tree_unflatten(tree_flatten(init_val)[1],
+                                 [as_tensor(x) for x in tree_flatten(init_val)[0]])
             for i in range(lo, hi):
-                val = body_fun(wrap(np.int32(i)), val)
+                new = body_fun(wrap(np.int32(i)), val)
+                if i == lo:
+                    _check_same_type("fori_loop", ["init_val", "what body_fun returns"], val,
+                                     new)
+                val = new
             return val
 
         def step(carry, _):

@@ -484,7 +484,7 @@ class Jitted:
     def _entry(self, args, kwargs):
         static, static_kw, dyn_args, dyn_kwargs, static_pos = self._split(args, kwargs)
         flat, in_tree = tree_flatten((dyn_args, dyn_kwargs))
-        flat = [as_tensor(x) for x in flat]
+        flat = [_argument(x) for x in flat]
         avals = tuple(_signature_aval(x) for x in flat)
         key = (in_tree, avals, static, static_kw)
         entry = self._cache.get(key)
@@ -509,7 +509,7 @@ class Jitted:
                   **dyn_kwargs}
             out = fun(*full, **kw)
             out_flat, store["tree"] = tree_flatten(out)
-            return [as_tensor(o) for o in out_flat]
+            return [_default_width(as_tensor(o)) for o in out_flat]
 
         in_avals = [ShapedArray(*sig[:3]) for sig in avals]
         program = trace_to_ir(flat_fun, in_avals, name=f"jit({self._name})",
@@ -589,6 +589,39 @@ class Jitted:
     def clear_cache(self):
         self._cache.clear()
         self._last_key = None
+
+
+_PYTHON_SCALAR_DTYPES = {float: np.dtype(np.float64), complex: np.dtype(np.complex128)}
+
+
+def _argument(x) -> Tensor:
+    """A jit argument as a Tensor.  Python numbers become *weak* 64-bit values: they still
+    adapt to the other operand's dtype (``float32_tensor * 0.1`` stays float32), but a
+    float64 computation sees them at full precision, as it does eagerly (a float32 0.1
+    would be 1.5e-9 off, and 2**40 would not fit an int32)."""
+    if type(x) in (float, complex) or (type(x) is int and -2**63 <= x < 2**63):
+        dtype = _PYTHON_SCALAR_DTYPES.get(type(x), np.dtype(np.int64))
+        from funcgrad.core.tensor import wrap
+
+        return wrap(np.asarray(x, dtype), True)
+    return as_tensor(x)
+
+
+_WEAK_DEFAULTS = {np.dtype(np.float64): np.dtype(np.float32),
+                  np.dtype(np.int64): np.dtype(np.int32),
+                  np.dtype(np.complex128): np.dtype(np.complex64)}
+
+
+def _default_width(out: Tensor) -> Tensor:
+    """A result made of Python numbers only (weak, 64-bit inside, see ``_argument``) comes
+    out at the default width, as it would eagerly (``jit(lambda a: a * 2)(3.0)`` is a
+    float32 6.0, as in JAX)."""
+    narrow = _WEAK_DEFAULTS.get(out.dtype) if out.weak_type else None
+    if narrow is None:
+        return out
+    from funcgrad.core.prims.elementwise import convert_element_type
+
+    return convert_element_type(out, narrow, weak_type=True)
 
 
 def _mark_donated(t: Tensor, name: str):

@@ -76,7 +76,7 @@ class TraceInterpreter(Interpreter):
         if isinstance(x, np.ndarray) and x.ndim == 0:
             return Literal(x)
         if type(x) is Tensor and x.ndim == 0 and x.size == 1:
-            return Literal(x._host())
+            return Literal(x._host(), x._weak)
         var = self._const_ids.get(id(x))
         if var is None:
             var = Var(aval_of(x).strip_weak() if not isinstance(x, Tensor) else x.aval)

@@ -344,3 +344,21 @@ def test_log_retrace_environment_variable_prints_without_logging_setup(tmp_path)
     done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
                           text=True, timeout=300)
     assert "retracing because" in done.stderr and "shape" in done.stderr
+
+
+def test_python_number_arguments_keep_full_precision():
+    # weak 64-bit inside the program: float64 code sees 0.1 exactly as eagerly, int64 code
+    # takes 2**40; a float32 operand still wins, and Python-only results are 32-bit (JAX)
+    x64 = fg.tensor(np.array([1.0]))
+    assert fg.jit(lambda x, dt: x * dt)(x64, 0.1).item() == 0.1
+    big = fg.tensor(np.array([1], np.int64))
+    assert fg.jit(lambda a, b: a + b)(big, 2**40).item() == 2**40 + 1
+    x32 = fg.tensor([1.0])
+    assert fg.jit(lambda x, dt: x * dt + 1.0)(x32, 0.1).dtype == fg.float32
+    assert fg.jit(lambda a, b: a * b)(2.0, 3.0).dtype == fg.float32
+    assert fg.jit(lambda a: a + 1)(5).dtype == fg.int32
+    calls = []
+    traced = fg.jit(lambda a, b: (calls.append(1), a * b)[1])
+    traced(x64, 0.1)
+    traced(x64, 0.7)  # another value: no retrace
+    assert len(calls) == 1

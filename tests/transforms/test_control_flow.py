@@ -51,7 +51,7 @@ def test_scan_matches_python_loop():
 
 
 def test_scan_reverse_and_length():
-    carry, ys = fg.scan(lambda c, x: (c + x, c), fg.tensor(0.0), f64(1, 2, 3), reverse=True)
+    carry, ys = fg.scan(lambda c, x: (c + x, c), 0.0, f64(1, 2, 3), reverse=True)
     assert float(carry) == 6.0
     np.testing.assert_allclose(np.asarray(ys), [5.0, 3.0, 0.0])
     carry, ys = fg.scan(lambda c, _: (c * 2, c), fg.tensor(1), None, length=4)
@@ -214,3 +214,25 @@ def test_eager_loops_return_tensors_for_python_number_carries():
     carry, _ = fg.scan(lambda c, r: (c + 1, r * c), 0, fg.ones(3))
     assert isinstance(carry, fg.Tensor) and carry.dtype == fg.int32 and carry.item() == 3
     assert isinstance(fg.fori_loop(0, 3, lambda i, c: c + i, 0), fg.Tensor)
+
+
+def test_eager_control_flow_checks_types_as_jit_would():
+    # as JAX: code that would fail under jit fails eagerly too, naming the two sides
+    with pytest.raises(TypeError, match="true_fun is .*float32\\[2\\].* false_fun is"):
+        fg.cond(fg.tensor(True), lambda x: x, lambda x: x[:1], fg.ones(2))
+    with pytest.raises(TypeError, match="scan: the initial carry is \\(int32\\[\\]\\)"):
+        fg.scan(lambda c, x: (c + x, c), fg.tensor(0), fg.ones(3))
+    with pytest.raises(TypeError, match="fori_loop: init_val"):
+        fg.fori_loop(0, 3, lambda i, c: c + 0.5, fg.tensor(0))
+    with pytest.raises(TypeError, match="while_loop: init_val"):
+        fg.while_loop(lambda c: c < 3, lambda c: c + 0.5, fg.tensor(0))
+    # a Python-number start takes the body's dtype (JAX's weak-type promotion), also jitted
+    assert fg.fori_loop(0, 3, lambda i, c: c + 0.5, 0).item() == 1.5
+    assert fg.jit(lambda: fg.fori_loop(0, 3, lambda i, c: c + 0.5, 0))().item() == 1.5
+    assert fg.jit(lambda n: fg.while_loop(lambda c: c < n, lambda c: c + 0.5, 0))(
+        fg.tensor(3.0)).item() == 3.0
+    assert fg.scan(lambda c, x: (c + x, c), 0, fg.ones(3))[0].dtype == fg.float32
+    with pytest.raises(TypeError, match="branch 1 is .* but branch 0 is"):
+        fg.switch(1, [lambda x: x, lambda x: x.sum()], fg.ones(2))
+    assert fg.fori_loop(0, 3, lambda i, c: c + i, 0).item() == 3
+    assert fg.cond(fg.tensor(False), lambda x: x * 2, lambda x: x, fg.ones(2)).tolist() == [1, 1]
