@@ -388,12 +388,20 @@ def _split_args(fun, args, kwargs, argnums):
 
 
 def _check_inexact_inputs(name, diff_args):
-    for leaf in tree_flatten(diff_args)[0]:
+    import optree
+
+    paths, leaves, _ = optree.tree_flatten_with_path(diff_args, namespace="funcgrad")
+    for path, leaf in zip(paths, leaves, strict=True):
         leaf_dtype = dtypes.dtype_and_weak(leaf)[0] if not isinstance(leaf, Tensor) else leaf.dtype
         if not dtypes.is_inexact(leaf_dtype):
+            where = f"argument {path[0]}" + "".join(
+                f".{p}" if isinstance(p, str) and p.isidentifier() else f"[{p!r}]"
+                for p in path[1:])
             raise TypeError(f"{name} requires real- or complex-valued (floating) inputs, got "
-                            f"an input of dtype {leaf_dtype.name}; differentiate with respect "
-                            "to float arguments only (pass integers as other arguments)")
+                            f"{where} of dtype {leaf_dtype.name}; differentiate with respect "
+                            "to float arguments only (pass integers as other arguments, or "
+                            "keep integer tensors out of the module you differentiate, e.g. "
+                            "as a static field)")
 
 
 def value_and_grad(fun, argnums=0, has_aux: bool = False):

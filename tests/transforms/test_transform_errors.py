@@ -343,3 +343,21 @@ def test_traced_shapes_and_axes_name_static_argnums():
         fg.jit(lambda a, n: a.reshape(n))(x, fg.tensor(4))
     with pytest.raises(TypeError, match="axis.*argument n.*static_argnums"):
         fg.jit(lambda a, n: fnp.sum(a, axis=n))(x, fg.tensor(1))
+
+
+def test_integer_leaf_in_a_differentiated_module_is_named():
+    from funcgrad import nn
+
+    class Tagged(nn.Module):
+        weight: fg.Tensor
+        positions: fg.Tensor
+
+        def __init__(self):
+            self.weight = fg.ones(2)
+            self.positions = fnp.arange(2)
+
+        def forward(self, x):
+            return (self.weight * x).sum()
+
+    with pytest.raises(TypeError, match="argument 0.positions of dtype int32"):
+        fg.grad(lambda m: m(1.0))(Tagged())
