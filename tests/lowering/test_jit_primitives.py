@@ -395,3 +395,20 @@ def test_complex_pad_and_extrema_compile_and_match_numpy(dtype):
     for ours, theirs in ((fnp.maximum, np.maximum), (fnp.minimum, np.minimum)):
         got = fg.jit(ours)(fg.tensor(a), fg.tensor(b))
         np.testing.assert_array_equal(got, theirs(a, b))  # (NaNs compare equal here)
+
+
+def test_more_jit_edge_cases_found_by_user_style_probes():
+    # sort must not sort the caller's tensor in place (IREE sorts its operand buffers)
+    x = fg.tensor(np.array([3.0, 1.0, 2.0], np.float32))
+    np.testing.assert_array_equal(fg.jit(fnp.sort)(x), [1.0, 2.0, 3.0])
+    np.testing.assert_array_equal(x, [3.0, 1.0, 2.0])
+    m = fg.tensor(np.random.default_rng(0).standard_normal((3, 4)))
+    np.testing.assert_array_equal(fg.jit(fg.vmap(fnp.argsort))(m),
+                                  np.argsort(np.asarray(m), axis=1, kind="stable"))
+    cube = fg.tensor(np.random.default_rng(1).standard_normal((2, 3, 4)))
+    np.testing.assert_array_equal(fg.jit(lambda a: fnp.argmax(a, axis=-1).T)(cube),
+                                  np.argmax(np.asarray(cube), -1).T)
+    stacked = fg.tensor(np.random.default_rng(2).standard_normal((2, 3, 3)) + 3 * np.eye(3))
+    for fun in (lambda a: fnp.linalg.det(a).sum(), lambda a: fnp.einsum("bii->bi", a).sum()):
+        np.testing.assert_allclose(fg.jit(fg.grad(fun))(stacked), fg.grad(fun)(stacked),
+                                   rtol=1e-6)

@@ -413,6 +413,19 @@ def _lower_scatter(ctx, args, in_avals, out_avals, *, axes, mode):
     buffer one row longer on each indexed axis (a fresh buffer the scatter may update in
     place), out-of-range rows are sent to that spare row, and the spare row is sliced off."""
     operand, indices, updates = in_avals
+    if list(axes) != list(range(len(axes))):
+        # the indexed axes first (IREE 3.13 rejects scatters whose window dims come before
+        # them: "expected indices to be equal to batch rank", e.g. the gradient of a
+        # batched diagonal); the other axes keep their order, so updates keep theirs
+        perm = list(axes) + [d for d in range(operand.ndim) if d not in axes]
+        moved_aval = ShapedArray(tuple(operand.shape[d] for d in perm), operand.dtype)
+        moved = ctx.op1("stablehlo.transpose", [args[0]], moved_aval,
+                        {"permutation": ctx.i64_array(perm)})
+        (out,) = _lower_scatter(ctx, [moved, args[1], args[2]],
+                                [moved_aval, indices, updates], [moved_aval],
+                                axes=tuple(range(len(axes))), mode=mode)
+        return [ctx.op1("stablehlo.transpose", [out], out_avals[0].strip_weak(),
+                        {"permutation": ctx.i64_array(np.argsort(perm))})]
     window, inserted, index_map, batch_rank = _dimension_lists(operand, indices, axes)
     numbers = ctx.attr(
         f"#stablehlo.scatter<update_window_dims = [{window}], inserted_window_dims = "

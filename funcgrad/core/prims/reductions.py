@@ -432,7 +432,10 @@ def _arg_lowering(direction):
                              ShapedArray((), dtypes.bool_))
             ctx.op("stablehlo.return", [rules.select(ctx, take_a, a, b, sv),
                                         rules.select(ctx, take_a, ai, bi, si)], [])
-        return [op.results[1]]
+        # a fusion boundary: IREE 3.13 fails to compile this two-result reduce fused with
+        # a consumer that transposes it ("expected number of yield values (2) to match")
+        (index,) = ctx.op("stablehlo.optimization_barrier", [op.results[1]], [out])
+        return [index]
 
     return rule
 

@@ -99,6 +99,16 @@ def _lower_sort(ctx, args, in_avals, out_avals, *, dimension, num_keys):
                             {"iota_dimension": ctx.i64_attr(dimension)}))
         in_avals.append(positions)
         tie = len(args) - 1
+    # IREE sorts its operands' buffers in place, even the caller's input tensor or a
+    # constant ("write affecting operations on global resources"): every operand is first
+    # copied into one element more along the sort axis, a value that sorts last (the
+    # largest key, the largest position), sliced off afterwards
+    length = in_avals[0].shape[dimension]
+    grown = [_grown(a, dimension) for a in in_avals]
+    args = [_pad_last(ctx, v, a, g, dimension,
+                      length if k == tie else _sorts_last(a.dtype) if k < num_keys else 0)
+            for k, (v, a, g) in enumerate(zip(args, in_avals, grown, strict=True))]
+    final_avals, in_avals = in_avals, grown
     op = ctx.op("stablehlo.sort", args, [a.strip_weak() for a in in_avals],
                 {"dimension": ctx.i64_attr(dimension), "is_stable": ctx.bool_attr(True)},
                 regions=1)
@@ -130,8 +140,35 @@ def _lower_sort(ctx, args, in_avals, out_avals, *, dimension, num_keys):
                 result = ctx.op1("stablehlo.or", [less, ctx.op1("stablehlo.and", [
                     equal, result], bool_scalar)], bool_scalar)
         ctx.op("stablehlo.return", [result], [])
-    results = list(op.results)
+    results = [ctx.op1("stablehlo.slice", [r], a.strip_weak(), {
+        "start_indices": ctx.i64_array([0] * a.ndim), "limit_indices": ctx.i64_array(a.shape),
+        "strides": ctx.i64_array([1] * a.ndim)}) for r, a in zip(op.results, final_avals,
+                                                                  strict=True)]
     return results[:-1] if added else results
+
+
+def _grown(aval, dimension):
+    shape = list(aval.shape)
+    shape[dimension] += 1
+    return ShapedArray(tuple(shape), aval.dtype)
+
+
+def _pad_last(ctx, value, aval, grown, dimension, fill):
+    high = [0] * aval.ndim
+    high[dimension] = 1
+    return ctx.op1("stablehlo.pad", [value, ctx.constant(np.asarray(fill, aval.dtype))],
+                   grown.strip_weak(), {"edge_padding_low": ctx.i64_array([0] * aval.ndim),
+                                        "edge_padding_high": ctx.i64_array(high),
+                                        "interior_padding": ctx.i64_array([0] * aval.ndim)})
+
+
+def _sorts_last(dtype):
+    """A key no other key sorts after (NaN sorts last among floats; ties go by position)."""
+    if dtypes.is_inexact(dtype):
+        return np.nan
+    if dtype == np.bool_:
+        return True
+    return np.iinfo(dtype).max
 
 
 sort_p.lower = _lower_sort
