@@ -408,9 +408,23 @@ def pad(x, pad_width, mode: str = "constant", constant_values=0):
         raise ValueError(f"pad: mode {mode!r} not supported; use one of {_PAD_MODES}")
     if mode == "constant":
         value = asarray(constant_values, x.dtype)
-        if value.ndim:
-            raise NotImplementedError("pad: constant_values must be a scalar")
-        return st.pad(x, value, [(lo, hi, 0) for lo, hi in widths])
+        if not value.ndim:
+            return st.pad(x, value, [(lo, hi, 0) for lo, hi in widths])
+        # per-axis (before, after) values: padded axis by axis, so corners take the later
+        # axis's value, as numpy.pad does
+        try:
+            values = broadcast_to(value, (x.ndim, 2))
+        except ValueError:
+            raise ValueError(f"pad: constant_values of shape {value.shape} does not fit a "
+                             f"tensor of rank {x.ndim}; pass a scalar, a (before, after) "
+                             "pair, or one pair per axis") from None
+        for axis, (lo, hi) in enumerate(widths):
+            for width, side in ((lo, 0), (hi, 1)):
+                if width:
+                    config = [(0, 0, 0)] * x.ndim
+                    config[axis] = (width, 0, 0) if side == 0 else (0, width, 0)
+                    x = st.pad(x, values[axis, side], config)
+        return x
     for axis, (lo, hi) in enumerate(widths):
         n = x.shape[axis]
         if (lo or hi) and n == 0:

@@ -305,3 +305,13 @@ def test_expand_dims_rejects_a_repeated_axis():
         fnp.expand_dims(fg.ones((2, 3)), (0, 0))
     with pytest.raises(ValueError, match="repeated axis"):
         fnp.expand_dims(fg.ones((2, 3)), (1, -3))
+
+
+@pytest.mark.parametrize("values", [((1.0, 2.0), (3.0, 4.0)), (5.0, 6.0), 7.0])
+def test_pad_with_per_axis_constant_values(values):
+    a = np.arange(6.0).reshape(2, 3)
+    widths = ((1, 2), (0, 1))
+    want = np.pad(a, widths, constant_values=values)
+    np.testing.assert_array_equal(fnp.pad(fg.tensor(a), widths, constant_values=values), want)
+    np.testing.assert_array_equal(
+        fg.jit(lambda x: fnp.pad(x, widths, constant_values=values))(fg.tensor(a)), want)
