@@ -75,7 +75,13 @@ def _promoted_carry(init_avals, weak, got):
 def _check_same_type(what, names, first, second):
     """Eager control flow checks what its traced form would (as JAX): two values that
     must have one structure, shapes and dtypes (branch outputs, a carry before/after)."""
-    (tree_a, types_a), (tree_b, types_b) = _signature_of(first), _signature_of(second)
+    _check_signatures(what, names, first, _signature_of(second))
+
+
+def _check_signatures(what, names, first, second_signature):
+    """``_check_same_type`` against the signature of the second side (a traced branch has
+    avals, not values)."""
+    (tree_a, types_a), (tree_b, types_b) = _signature_of(first), second_signature
     weak = [getattr(as_tensor(x), "weak_type", False) for x in tree_flatten(first)[0]]
     if tree_a == tree_b and len(weak) == len(types_a):
         promoted = _promoted_carry([ShapedArray(sh, d) for sh, d in types_a], weak,
@@ -157,16 +163,12 @@ def _check_other_branches(what, branches, names, taken, operands, out):
     one did, as under jit."""
     flat_ops, in_tree = tree_flatten(operands)
     in_avals = [_strong(as_tensor(x).aval) for x in flat_ops]
-    want = _signature_of(out)
     for k, branch in enumerate(branches):
         if k == taken:
             continue
         ir, _, tree = _trace_fun(branch, in_tree, in_avals, what)
         got = (tree, [(tuple(a.shape), a.dtype) for a in map(_strong, ir.out_avals)])
-        if got != want:
-            placeholder = tree_unflatten(tree, [
-                wrap(np.zeros(a.shape, a.dtype)) for a in map(_strong, ir.out_avals)])
-            _check_same_type(what, [names[taken], names[k]], out, placeholder)
+        _check_signatures(what, [names[taken], names[k]], out, got)
 
 
 def _staged_switch(index, branches, operands, names):
@@ -909,9 +911,10 @@ def fori_loop(lower, upper, body_fun, init_val):
                  for b in (lower, upper))
     if static:
         lo, hi = int(lower), int(upper)
-        if _eager() and all(type(x) is Tensor for x in map(as_tensor, tree_flatten(init_val)[0])):
-            val = tree_unflatten(tree_flatten(init_val)[1],
-                                 [as_tensor(x) for x in tree_flatten(init_val)[0]])
+        init_flat, init_tree = tree_flatten(init_val)
+        init_flat = [as_tensor(x) for x in init_flat]
+        if _eager() and all(type(x) is Tensor for x in init_flat):
+            val = tree_unflatten(init_tree, init_flat)  # Python numbers become tensors
             for i in range(lo, hi):
                 new = body_fun(wrap(np.int32(i)), val)
                 if i == lo:

@@ -98,11 +98,7 @@ def executable_for(program: IR, device=CPU):
     heavy = _largest_step(program) > _PARALLEL_WORK
     holder = session_for("cpu" if heavy else "cpu-small")
     ir_key = compiler.cache_key(_ir_key_text(program), holder.flags)
-    vmfb = compiler.lookup(ir_key)
-    if vmfb is not None and _has_prints(program):
-        from funcgrad.debug import register_prints
-
-        register_prints(program)  # compiled earlier: its prints' handlers are not set yet
+    vmfb = _cached_module(program, ir_key)
     if vmfb is None:
         with holder.lock:
             with holder.session.context:
@@ -127,20 +123,23 @@ def _gpu_executable(program: IR, device):
     arch = gpu.compute_arch(device)
     holder = compiler.session_for_target("cuda", arch)
     ir_key = compiler.cache_key(_ir_key_text(program), holder.flags + (arch,))
-    vmfb = compiler.lookup(ir_key)
-    if vmfb is not None and _has_prints(program):
-        from funcgrad.debug import register_prints
-
-        register_prints(program)
-    vmfb = vmfb or compile_artifact(program, "cuda", arch, ir_key)
+    vmfb = _cached_module(program, ir_key) or compile_artifact(program, "cuda", arch, ir_key)
     exe = Executable(vmfb, [v.aval.strip_weak() for v in program.outputs],
                      driver=f"cuda:{device.id}")
     executables[device] = exe
     return exe
 
 
-def _has_prints(program: IR) -> bool:
-    return "debug_print" in pretty_print(program)
+def _cached_module(program: IR, ir_key: str):
+    """The compiled module under ``ir_key``, or None.  A module compiled earlier (maybe in
+    another process) was not lowered here, so its prints' handlers are registered now."""
+    from funcgrad.debug import register_prints
+    from funcgrad.lowering import compiler
+
+    vmfb = compiler.lookup(ir_key)
+    if vmfb is not None:
+        register_prints(program)
+    return vmfb
 
 
 def _ir_key_text(program: IR) -> str:

@@ -70,35 +70,17 @@ def sort(operands, dimension: int = -1, num_keys: int = 1):
     return sort_p.bind(*operands, dimension=dimension, num_keys=int(num_keys))
 
 
-def _positions_operand(args, num_keys, dimension):
-    """The index of an operand that already holds the positions along ``dimension`` (an
-    iota, as argsort passes), or None."""
-    for i in range(num_keys, len(args)):
-        owner = getattr(args[i], "owner", None)
-        name = getattr(getattr(owner, "name", None), "value", getattr(owner, "name", None))
-        if name == "stablehlo.iota":
-            attr = owner.attributes["iota_dimension"]
-            if int(getattr(attr, "value", -1)) == dimension:
-                return i
-    return None
-
-
 def _lower_sort(ctx, args, in_avals, out_avals, *, dimension, num_keys):
     """stablehlo.sort with a lexicographic comparator over the keys; NaNs sort last.
-    Stable as the eager sort: IREE 3.13 ignores ``is_stable``, so the positions (an
-    operand that is already an iota, else one more operand) are the comparator's last key.
-    (Passing a second identical iota fails to compile: IREE merges them.)"""
+    Stable as the eager sort: IREE 3.13 ignores ``is_stable``, so the positions are one
+    more operand, the comparator's last key."""
     from funcgrad.lowering import rules
 
-    args, in_avals = list(args), list(in_avals)
-    tie = _positions_operand(args, num_keys, dimension)
-    added = tie is None
-    if added:
-        positions = ShapedArray(in_avals[0].shape, dtypes.int32)
-        args.append(ctx.op1("stablehlo.iota", [], positions,
-                            {"iota_dimension": ctx.i64_attr(dimension)}))
-        in_avals.append(positions)
-        tie = len(args) - 1
+    positions = ShapedArray(in_avals[0].shape, dtypes.int32)
+    args = [*args, ctx.op1("stablehlo.iota", [], positions,
+                           {"iota_dimension": ctx.i64_attr(dimension)})]
+    in_avals = [*in_avals, positions]
+    tie = len(args) - 1
     # IREE sorts its operands' buffers in place, even the caller's input tensor or a
     # constant ("write affecting operations on global resources"): every operand is first
     # copied into one element more along the sort axis, a value that sorts last (the
@@ -144,7 +126,7 @@ def _lower_sort(ctx, args, in_avals, out_avals, *, dimension, num_keys):
         "start_indices": ctx.i64_array([0] * a.ndim), "limit_indices": ctx.i64_array(a.shape),
         "strides": ctx.i64_array([1] * a.ndim)}) for r, a in zip(op.results, final_avals,
                                                                   strict=True)]
-    return results[:-1] if added else results
+    return results[:-1]
 
 
 def _grown(aval, dimension):
