@@ -32,6 +32,7 @@ import importlib
 import json
 import os
 import platform
+import random
 import statistics
 import sys
 import time
@@ -94,8 +95,14 @@ def _interleaved(candidates: dict, passes: int, warmup: int = 1) -> dict:
         for _ in range(warmup):
             fn()
     samples = {label: [] for label in candidates}
+    order = list(candidates.items())
+    shuffle = random.Random(0).shuffle
     for _ in range(passes):
-        for label, fn in candidates.items():
+        # a fresh order every pass: a candidate run right after another framework's pays for
+        # that framework's still-spinning worker threads (measured: ~300 us on a 0.6 ms
+        # jitted Hessian run right after JAX), so no candidate may always follow the same one
+        shuffle(order)
+        for label, fn in order:
             samples[label].append(fn())
     return {label: {"median_s": statistics.median(ts), "min_s": min(ts), "max_s": max(ts),
                     "n": len(ts)} for label, ts in samples.items()}

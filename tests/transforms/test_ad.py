@@ -663,6 +663,32 @@ def test_dot_general_two_operands():
     np.testing.assert_allclose(_dot.dot_general(lhs, rhs, numbers).numpy(), want)
 
 
+
+@pytest.mark.parametrize("lhs_shape,rhs_shape,numbers", [
+    ((5, 3), (5, 4), (((0,), (0,)), ((), ()))),            # x^T g: weight gradient layout
+    ((3, 5), (4, 5), (((1,), (1,)), ((), ()))),            # x g^T
+    ((2, 5, 3), (2, 5, 4), (((1,), (0 + 1,)), ((0,), (0,)))),  # batched x^T g
+    ((5, 2, 3), (2, 4, 5), (((0,), (2,)), ((1,), (0,)))),  # batch dims not leading
+    ((3, 4, 5), (5, 2), (((2,), (0,)), ((), ()))),         # two free dims on one side
+])
+def test_dot_general_transposes_in_every_layout(lhs_shape, rhs_shape, numbers):
+    lhs, rhs = rand(*lhs_shape), rand(*rhs_shape)
+    check_grads(lambda a, b: _dot.dot_general(a, b, numbers), (lhs, rhs), order=2,
+                modes=("rev",))
+
+
+def test_weight_gradient_is_one_product_without_a_transpose():
+    # dL/dW of x @ W is x^T g: the transpose rule swaps the product's operands so the result
+    # comes out in W's layout (a transpose after it costs a compiled dispatch)
+    x, w = rand(4, 3), rand(3, 2)
+    ir = fg.make_ir(fg.grad(lambda w, x: fnp.sum(fnp.tanh(x @ w)), argnums=0))(w, x)
+    names = [eqn.prim.name for eqn in ir.equations]
+    assert "transpose" not in names, names
+    assert names.count("dot_general") == 2
+    np.testing.assert_allclose(
+        fg.grad(lambda w: fnp.sum(fnp.tanh(x @ w)))(w).numpy(),
+        x.numpy().T @ (1 - np.tanh(x.numpy() @ w.numpy()) ** 2), rtol=1e-12)
+
 # --- broadcasting sweep and float32 --------------------------------------------------------
 
 _SHAPES = [(), (3,), (2, 1), (1, 3), (2, 3)]

@@ -108,8 +108,18 @@ def _transpose_lhs(ct, x_aval, y, dimension_numbers, swap_ans=False):
         return _outer_into_layout(ct, y, x_aval, xb, xc, x_kept, yb, yc, ans_batch, ans_x)
     dims = ((tuple(ans_y), tuple(y_kept)), (tuple(ans_batch), tuple(yb)))
     x_contract_by_y = [xc[i] for i in np.argsort(yc)]
-    out_axes = np.argsort(list(xb) + x_kept + x_contract_by_y)
-    return transpose(dot_general(ct, y, dims), tuple(int(a) for a in out_axes))
+    out_axes = [int(a) for a in np.argsort(list(xb) + x_kept + x_contract_by_y)]
+    # dot_general(ct, y) comes out as (batch, ct's free, y's free); with the operands swapped
+    # it comes out as (batch, y's free, ct's free).  When that is x's layout already, the
+    # swapped product needs no transpose (weight gradients dW = x^T g): a compiled
+    # transpose after a matmul costs a dispatch and a pass over the result.
+    nb, n_ct = len(ans_batch), len(x_kept)
+    position_if_swapped = (list(range(nb)) + [nb + len(x_contract_by_y) + j for j in range(n_ct)]
+                           + [nb + j for j in range(len(x_contract_by_y))])
+    if [position_if_swapped[a] for a in out_axes] == list(range(len(out_axes))):
+        swapped = ((tuple(y_kept), tuple(ans_y)), (tuple(yb), tuple(ans_batch)))
+        return dot_general(y, ct, swapped)
+    return transpose(dot_general(ct, y, dims), tuple(out_axes))
 
 
 def _outer_into_layout(ct, y, x_aval, xb, xc, x_kept, yb, yc, ans_batch, ans_x):
