@@ -26,6 +26,7 @@ import hashlib
 import os
 import re
 import sys
+import traceback
 from typing import Any
 
 import numpy as np
@@ -94,10 +95,17 @@ def _hide_launcher_from_iree() -> None:
 def _install_abort_hook() -> None:
     previous = sys.excepthook
 
-    def abort_all_ranks(kind, value, traceback):
-        previous(kind, value, traceback)
+    def abort_all_ranks(kind, value, tb):
         sys.stdout.flush()
-        sys.stderr.flush()
+        if previous is sys.__excepthook__:
+            # the whole report in one write: the launcher forwards output in chunks, and the
+            # abort could cut a line-by-line traceback off before its message
+            sys.stderr.flush()
+            report = "".join(traceback.format_exception(kind, value, tb))
+            os.write(2, report.encode("utf-8", "replace"))
+        else:
+            previous(kind, value, tb)
+            sys.stderr.flush()
         _comm.Abort(1)
 
     sys.excepthook = abort_all_ranks

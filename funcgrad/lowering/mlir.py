@@ -181,29 +181,42 @@ class LoweringContext:
             self.op("stablehlo.return", outs, [])
         return block
 
-    def add_function(self, program: IR, name: str, arg_avals, public: bool = True):
-        """Add ``func.func @name`` computing ``program`` (its consts become leading args)."""
+    def add_function(self, program: IR, name: str, arg_avals, public: bool = True,
+                     output_storage=()):
+        """Add ``func.func @name`` computing ``program`` (its consts become leading args).
+
+        ``output_storage`` lists results whose memory the caller passes in, as trailing
+        arguments marked ``iree.abi.output`` (IREE writes the result there)."""
         ir = self.ir
         from iree.compiler.dialects import func
 
         with self.context, ir.Location.unknown(), ir.InsertionPoint(self.module.body):
-            in_types = [self.tensor_type(a) for a in arg_avals]
             out_types = [self.tensor_type(v.aval.strip_weak()) for v in program.outputs]
+            in_types = [self.tensor_type(a) for a in arg_avals]
+            in_types += [out_types[i] for i in output_storage]
             fn = func.FuncOp(name, ir.FunctionType.get(in_types, out_types))
             if not public:
                 fn.attributes["sym_visibility"] = ir.StringAttr.get("private")
+            if output_storage:
+                index = ir.IndexType.get()
+                attrs = [ir.DictAttr.get({})] * len(arg_avals) + [
+                    ir.DictAttr.get({"iree.abi.output": ir.IntegerAttr.get(index, i)})
+                    for i in output_storage]
+                fn.attributes["arg_attrs"] = ir.ArrayAttr.get(attrs)
             block = fn.add_entry_block()
             with ir.InsertionPoint(block):
                 n_const = len(program.const_vars)
-                args = list(block.arguments)
+                args = list(block.arguments)[:len(arg_avals)]
                 outs = self.lower_ir(program, args[n_const:], consts=args[:n_const])
                 func.ReturnOp(outs)
         return fn
 
 
-def lower_module(program: IR, mlir_context, name: str = "main", platform: str = "cpu"):
-    """A module with one public function running ``program``; consts are leading args."""
+def lower_module(program: IR, mlir_context, name: str = "main", platform: str = "cpu",
+                 output_storage=()):
+    """A module with one public function running ``program``; consts are leading args,
+    then the inputs, then storage for the results listed in ``output_storage``."""
     ctx = LoweringContext(mlir_context, platform)
     arg_avals = [v.aval.strip_weak() for v in program.const_vars + program.in_vars]
-    ctx.add_function(program, name, arg_avals)
+    ctx.add_function(program, name, arg_avals, output_storage=output_storage)
     return ctx.module

@@ -88,26 +88,36 @@ def executable_for(program: IR, device=CPU):
     exe = getattr(program, "_executable", None)
     if exe is not None:
         return exe
-    from funcgrad.lowering import compiler
     from funcgrad.lowering.compiler import compile_module, session_for
     from funcgrad.lowering.mlir import lower_module
-    from funcgrad.lowering.runtime import Executable
+    from funcgrad.lowering.runtime import Executable, output_storage_for
 
     # keyed by the IR itself first: a disk-cache hit then needs no compiler session and
     # no MLIR (creating them is most of a warm first call)
     heavy = _largest_step(program) > _PARALLEL_WORK
     holder = session_for("cpu" if heavy else "cpu-small")
-    ir_key = compiler.cache_key(_ir_key_text(program), holder.flags)
+    out_avals = [v.aval.strip_weak() for v in program.outputs]
+    storage = output_storage_for(out_avals)
+    ir_key = _cpu_cache_key(program, holder.flags)
     vmfb = _cached_module(program, ir_key)
     if vmfb is None:
         with holder.lock:
             with holder.session.context:
-                module = lower_module(program, holder.session.context)
+                module = lower_module(program, holder.session.context,
+                                      output_storage=storage)
             vmfb = compile_module(module, holder, getattr(program, "_name", "main"), ir_key)
     driver = "local-task" if heavy else "local-sync"
-    exe = Executable(vmfb, [v.aval.strip_weak() for v in program.outputs], driver=driver)
+    exe = Executable(vmfb, out_avals, driver=driver, output_storage=storage)
     program._executable = exe
     return exe
+
+
+def _cpu_cache_key(program: IR, flags) -> str:
+    from funcgrad.lowering import compiler
+    from funcgrad.lowering.runtime import output_storage_for
+
+    storage = output_storage_for([v.aval.strip_weak() for v in program.outputs])
+    return compiler.cache_key(f"{_ir_key_text(program)}\noutput storage {storage}", flags)
 
 
 def _gpu_executable(program: IR, device):
@@ -224,7 +234,7 @@ def _ready_executable(program: IR):
 
         heavy = _largest_step(program) > _PARALLEL_WORK
         flags = compiler.CPU_FLAGS if heavy else compiler.CPU_SMALL_FLAGS
-        if compiler.lookup(compiler.cache_key(_ir_key_text(program), flags)):
+        if compiler.lookup(_cpu_cache_key(program, flags)):
             return executable_for(program)  # cached: loading is quick
         program._background = job = _BackgroundCompile(program)
     if not job.done.is_set():

@@ -31,3 +31,82 @@ def test_results_stay_on_the_device_until_numpy_needs_them():
     np.testing.assert_array_equal(np.asarray(out), np.full(8, 3.0, np.float32))
     with pytest.raises(ValueError):
         np.asarray(out)[0] = 1.0  # host views are read-only: tensors are immutable
+
+
+# --- large results: storage passed in by funcgrad, on huge pages ------------------------------
+
+_BIG = (1024, 1025)  # 4.2 MB of float32: over OUTPUT_STORAGE_BYTES
+
+
+def _storage_of(jitted, *args):
+    from funcgrad.transforms.jit import executable_for
+
+    entry, _ = jitted._entry(args, {})
+    return executable_for(entry.program).output_storage
+
+
+def test_large_results_are_written_into_storage_passed_in():
+    from funcgrad.lowering.runtime import OUTPUT_STORAGE_BYTES
+
+    assert np.prod(_BIG) * 4 >= OUTPUT_STORAGE_BYTES
+    a = np.random.default_rng(0).standard_normal(_BIG).astype(np.float32)
+    f = fg.jit(lambda x: (x * 2.0, x.sum(), x[:3] + 1.0))
+    big, total, small = f(fg.tensor(a))
+    assert [shape for shape, _, _ in _storage_of(f, fg.tensor(a))] == [_BIG]  # only the big one
+    np.testing.assert_array_equal(np.asarray(big), a * 2.0)
+    np.testing.assert_allclose(float(total), a.sum(dtype=np.float64), rtol=1e-4)
+    np.testing.assert_array_equal(np.asarray(small), a[:3] + 1.0)
+    assert device_buffer(big) is not None  # still a device-resident result
+    again = f(big)[0]  # and it feeds the next call
+    np.testing.assert_array_equal(np.asarray(again), a * 4.0)
+
+
+@pytest.mark.parametrize("fun", [
+    lambda x: x,                      # the input itself: IREE copies it into the storage
+    lambda x: x.reshape(-1)[None],    # a reshape of it
+    lambda x: fg.numpy.zeros_like(x),  # a splat: a fill of the storage
+    lambda x: (x + 1, x + 1),         # the same value as two results
+    lambda x: (x.T * 1.0, x[::2]),    # a transpose, and a small strided slice
+], ids=["identity", "reshape", "splat", "twice", "transpose"])
+def test_large_results_of_copies_fills_and_repeats(fun):
+    a = np.arange(np.prod(_BIG), dtype=np.float32).reshape(_BIG)
+    want = fun(fg.tensor(a))
+    got = fg.jit(fun)(fg.tensor(a))
+    fg.tree.map(lambda g, w: np.testing.assert_array_equal(np.asarray(g), np.asarray(w)),
+                got, want)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.int64, np.int8, np.complex64, np.bool_])
+def test_large_results_of_every_dtype(dtype):
+    from funcgrad.lowering.runtime import OUTPUT_STORAGE_BYTES
+
+    rows = -(-OUTPUT_STORAGE_BYTES // (np.dtype(dtype).itemsize * 1000)) + 1
+    a = (np.arange(rows * 1000) % 7).reshape(rows, 1000).astype(dtype)
+    f = fg.jit(lambda x: (fg.numpy.maximum(x, x[:1]), x.sum()))
+    np.testing.assert_array_equal(np.asarray(f(fg.tensor(a))[0]), np.maximum(a, a[:1]))
+    # bool travels as integer storage the run-time maps itself: no storage passed in
+    assert len(_storage_of(f, fg.tensor(a))) == (0 if dtype == np.bool_ else 1)
+
+
+def test_a_slice_of_a_large_result_outlives_it():
+    # a small result may alias a large one's buffer: that memory belongs to the run-time's
+    # buffer (not to a NumPy array of funcgrad's), so it stays valid after the large is gone
+    a = np.ones(_BIG, np.float32)
+    big = fg.jit(lambda x: x * 3.0)(fg.tensor(a))
+    head = fg.jit(lambda x: x[:2])(big)
+    view = np.asarray(big)
+    del big
+    gc.collect()
+    _ = [np.full(_BIG, 9.0, np.float32) for _ in range(4)]  # reuse any freed memory
+    np.testing.assert_array_equal(np.asarray(head), np.full((2, _BIG[1]), 3.0, np.float32))
+    np.testing.assert_array_equal(view[-1], np.full(_BIG[1], 3.0, np.float32))
+
+
+def test_huge_page_advice_is_harmless_on_any_range():
+    from funcgrad.lowering.runtime import _advise_huge_pages
+
+    buf = np.zeros(5 << 20, np.uint8)
+    _advise_huge_pages(buf.ctypes.data, buf.nbytes)  # the whole 2 MiB pages inside
+    _advise_huge_pages(buf.ctypes.data + 1, 100)  # no whole page inside: nothing to do
+    buf[:] = 1
+    assert int(buf.sum()) == buf.size
