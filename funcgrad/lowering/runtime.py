@@ -220,6 +220,7 @@ class Executable:
         self._map_type = rt.array_interop.map_dtype_to_element_type
         self._usage = rt.BufferUsage.DEFAULT
         self._memory = rt.MemoryType.DEVICE_LOCAL
+        self._device = rt_.device_name
         # results the module writes into memory passed in by the caller (see
         # ``output_storage_for``): (shape, dtype) of each, in order
         self.output_storage = [(self.out_avals[i].shape, self.out_avals[i].dtype,
@@ -285,7 +286,9 @@ class Executable:
         DeviceBuffers."""
         arg_list = self._list(len(args))
         for a in args:
-            if isinstance(a, DeviceBuffer) and a.runtime is self.rt:
+            # any CPU driver's buffers work on the other's (the same host memory, complete
+            # when a call returns): a local-sync result feeds a local-task call uncopied
+            if isinstance(a, DeviceBuffer) and a.device is self._device:
                 arg_list.push_ref(a.view)
             else:
                 host = a.to_numpy() if isinstance(a, DeviceBuffer) else a

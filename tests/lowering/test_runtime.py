@@ -110,3 +110,23 @@ def test_huge_page_advice_is_harmless_on_any_range():
     _advise_huge_pages(buf.ctypes.data + 1, 100)  # no whole page inside: nothing to do
     buf[:] = 1
     assert int(buf.sum()) == buf.size
+
+
+def test_results_of_a_small_program_feed_a_large_one_without_a_copy(monkeypatch):
+    # small programs run on local-sync, large ones on local-task: both are the CPU's memory
+    from funcgrad.lowering.runtime import Executable
+    from funcgrad.transforms.jit import executable_for
+
+    small = fg.jit(lambda x: x + 1.0)
+    large = fg.jit(lambda x, w: fg.numpy.tanh(x @ w))
+    x = small(fg.ones((256, 512)))
+    w = fg.jit(lambda w: w * 0.01)(fg.ones((512, 512)))
+    runs_on = lambda f, *args: executable_for(f._entry(args, {})[0].program).rt
+    assert runs_on(small, fg.ones((256, 512))) is not runs_on(large, x, w)  # sync vs task
+    copies = []
+    monkeypatch.setattr(Executable, "import_or_copy",
+                        lambda self, a: copies.append(a.shape) or Executable.to_device(self, a))
+    out = large(x, w)
+    assert copies == []
+    np.testing.assert_allclose(np.asarray(out), np.tanh(np.full((256, 512), 2 * 0.01 * 512)),
+                               rtol=1e-5)
