@@ -34,6 +34,10 @@ CPU_FLAGS = (
     # passes arrays in as arguments, so it only ever folds splats: measured 0.3-0.45 s off
     # the MLP step's 2.0-3.4 s cold compile, same step time
     "--iree-opt-const-eval=false",
+    # data-tiled matmuls fused with their consumers can want a little over IREE's default
+    # 32 KiB of stack (the per-example gradients, a Hessian): the compile failed and fell
+    # back to no data tiling.  Dispatches run on threads with the system's stack size.
+    "--iree-llvmcpu-stack-allocation-limit=131072",
 )
 _MAGIC = b"FGVMFB1\n"
 
@@ -265,9 +269,11 @@ def _compile(module, holder: _SessionHolder, name: str) -> bytes:
             f.write(text)
         # the flags as they are; again (crashes can be races); then without the
         # optimizations that IREE 3.13 fails or crashes on for some programs (data tiling,
-        # microkernels), single-threaded
-        safe = [f for f in holder.flags if f not in _OPTIONAL_FLAGS] + [
-            "--iree-opt-data-tiling=false", "--mlir-disable-threading"]
+        # microkernels), single-threaded.  After a diagnostic (no crash): without those
+        # optimizations, still multi-threaded
+        plain = [f for f in holder.flags if f not in _OPTIONAL_FLAGS] + [
+            "--iree-opt-data-tiling=false"]
+        safe = plain + ["--mlir-disable-threading"]
         attempts = [list(holder.flags), list(holder.flags), safe]
         failure = ""
         while attempts:
@@ -280,15 +286,18 @@ def _compile(module, holder: _SessionHolder, name: str) -> bytes:
                 raise CompileError(f"jit: compiling {name} took over {_COMPILE_TIMEOUT_S} s "
                                    "and was stopped") from None
             if result.returncode == 0:
-                if flags is safe:
+                if flags is safe or flags is plain:
                     logger.info("compiled %s without data tiling and microkernels", name)
                 with open(target, "rb") as f:
                     return f.read()
             failure = result.stderr
             crashed = "Stack dump" in failure or "PLEASE submit a bug report" in failure \
                 or "error:" not in failure
-            if not crashed and attempts and attempts[0] is not safe:
-                attempts = [safe]  # a diagnostic: a plain retry would fail the same way
+            if not crashed:
+                # a diagnostic: the same flags would fail the same way; without the optional
+                # optimizations it may compile (threads are only given up after crashes,
+                # which can be races)
+                attempts = [plain, safe] if flags is not safe and flags is not plain else []
             logger.info("iree-compile %s compiling %s (exit %s)%s", "crashed" if crashed
                         else "failed", name, result.returncode, "; retrying" if attempts else "")
     raise CompileError(f"jit: IREE failed to compile {name}:\n{_diagnostics(failure)}\n"

@@ -917,6 +917,12 @@ def _lower_convert(ctx, args, in_avals, out_avals, *, new_dtype, weak_type=False
                                      "NE") for name in ("stablehlo.real", "stablehlo.imag")]
             return [ctx.op1("stablehlo.or", nonzero, aval.strip_weak())]
         return [rules.compare(ctx, x, ctx.full(0, src), src, "NE")]
+    if src.dtype == np.bool_ and not dtypes.is_complex(aval.dtype):
+        # a select, not an extension: IREE 3.13 folds an i1 extension into a matmul that
+        # consumes it and then fails to data-tile the matmul (jacfwd's identity basis in
+        # a Hessian), and the fallback compile without data tiling ran 1.6x slower
+        return [ctx.op1("stablehlo.select", [x, ctx.full(1, aval), ctx.full(0, aval)],
+                        aval.strip_weak())]
     if dtypes.is_complex(aval.dtype) and not dtypes.is_complex(src.dtype):
         from funcgrad.lowering import rules
 
