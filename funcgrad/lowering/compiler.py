@@ -35,9 +35,10 @@ CPU_FLAGS = (
     # the MLP step's 2.0-3.4 s cold compile, same step time
     "--iree-opt-const-eval=false",
     # data-tiled matmuls fused with their consumers can want a little over IREE's default
-    # 32 KiB of stack (the per-example gradients, a Hessian): the compile failed and fell
-    # back to no data tiling.  Dispatches run on threads with the system's stack size.
-    "--iree-llvmcpu-stack-allocation-limit=131072",
+    # 32 KiB of stack (34 KiB in the per-example gradients, a Hessian): the compile failed
+    # and fell back to no data tiling.  IREE's workers have at least 128 KiB of stack, and
+    # funcgrad's run-time gives them 512 KiB (runtime.py)
+    "--iree-llvmcpu-stack-allocation-limit=65536",
 )
 _MAGIC = b"FGVMFB1\n"
 

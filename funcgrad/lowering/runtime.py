@@ -48,6 +48,7 @@ class _Runtime:
                 self.config = (rt.Config("cuda") if index == 0 else
                                rt.Config(device=rt.get_device(f"cuda://{index}")))
             else:
+                _worker_stacks(rt)
                 self.config = rt.Config(driver)
         finally:
             os.environ.update(hidden)
@@ -66,6 +67,19 @@ class _Runtime:
         arrays = [np.array(self.rt.DeviceArray(self.device, v, implicit_host_transfer=True)
                            .to_host()) for v in views]
         handler(key, arrays)
+
+
+_WORKER_STACK_BYTES = 512 * 1024
+_worker_stack_set = []
+
+
+def _worker_stacks(rt):
+    """Give IREE's CPU worker threads 512 KiB of stack (its default minimum is 128 KiB),
+    a wide margin over the 64 KiB a compiled dispatch may allocate (compiler.py); read when
+    the first CPU device is created."""
+    if not _worker_stack_set:
+        rt.flags.parse_flags(f"--task_worker_stack_size={_WORKER_STACK_BYTES}")
+        _worker_stack_set.append(True)
 
 
 def _quiet_shutdown():
