@@ -70,16 +70,17 @@ class _Runtime:
 
 
 _WORKER_STACK_BYTES = 512 * 1024
-_worker_stack_set = []
+_worker_stacks_set = False
 
 
 def _worker_stacks(rt):
     """Give IREE's CPU worker threads 512 KiB of stack (its default minimum is 128 KiB),
     a wide margin over the 64 KiB a compiled dispatch may allocate (compiler.py); read when
     the first CPU device is created."""
-    if not _worker_stack_set:
+    global _worker_stacks_set
+    if not _worker_stacks_set:
         rt.flags.parse_flags(f"--task_worker_stack_size={_WORKER_STACK_BYTES}")
-        _worker_stack_set.append(True)
+        _worker_stacks_set = True
 
 
 def _quiet_shutdown():
@@ -211,7 +212,8 @@ def _advise_huge_pages(address: int, nbytes: int):
 
 
 def output_storage_for(out_avals) -> tuple:
-    """The results worth passing storage for: large, and of a dtype DLPack can carry."""
+    """The results worth passing storage for: large, and not bool or bfloat16 (the
+    run-time maps those onto integer storage)."""
     return tuple(i for i, a in enumerate(out_avals)
                  if a.size * a.dtype.itemsize >= OUTPUT_STORAGE_BYTES
                  and a.dtype not in (np.bool_, dtypes.bfloat16))
@@ -236,11 +238,11 @@ class Executable:
         self._memory = rt.MemoryType.DEVICE_LOCAL
         self._device = rt_.device_name
         # results the module writes into memory passed in by the caller (see
-        # ``output_storage_for``): (shape, dtype) of each, in order
+        # ``output_storage_for``): shape, dtype and HAL element type of each, in order
         self.output_storage = [(self.out_avals[i].shape, self.out_avals[i].dtype,
                                 self._map_type(self.out_avals[i].dtype))
                                for i in output_storage]
-        self._memory_host = rt.MemoryType.DEVICE_LOCAL | rt.MemoryType.HOST_VISIBLE
+        self._storage_memory = rt.MemoryType.DEVICE_LOCAL | rt.MemoryType.HOST_VISIBLE
 
     def to_device(self, array: np.ndarray):
         """Copy a host array into a device buffer view."""
@@ -289,7 +291,7 @@ class Executable:
         funcgrad only asks the kernel to back it with 2 MiB pages."""
         nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
         buffer = self.rt.allocator.allocate_buffer(
-            memory_type=self._memory_host, allowed_usage=self._usage, allocation_size=nbytes)
+            memory_type=self._storage_memory, allowed_usage=self._usage, allocation_size=nbytes)
         view = self._view_type(buffer, shape, element)
         mapped = view.map()
         _advise_huge_pages(mapped.asarray((nbytes,), _BYTE).ctypes.data, nbytes)
