@@ -161,6 +161,19 @@ def promote_types(a, b) -> np.dtype:
     return promote_pairs(((canonicalize(a), False), (canonicalize(b), False)))[0]
 
 
+_WEAK_DEFAULT_WIDTH = {np.dtype(np.float64): np.dtype(np.float32),
+                       np.dtype(np.int64): np.dtype(np.int32),
+                       np.dtype(np.complex128): np.dtype(np.complex64)}
+
+
+def weak_default_width(dtype) -> np.dtype:
+    """The dtype a *weak* value of ``dtype`` takes when it alone decides a result's dtype:
+    Python numbers passed to ``jit`` are weak 64-bit inside (full precision), and come out at
+    the default width, float32/int32/complex64, as they do eagerly and in JAX."""
+    dtype = np.dtype(dtype)
+    return _WEAK_DEFAULT_WIDTH.get(dtype, dtype)
+
+
 def dtype_and_weak(x) -> tuple[np.dtype, bool]:
     """(dtype, weak) of a Tensor, NumPy array, dtype-like or Python scalar."""
     if isinstance(x, np.generic):  # np.float64 subclasses float but is strongly typed

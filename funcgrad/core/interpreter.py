@@ -14,7 +14,7 @@ import threading
 
 import numpy as np
 
-from funcgrad.core import gpu
+from funcgrad.core import dtypes, gpu
 from funcgrad.core.abstract import ShapedArray
 from funcgrad.core.config import config
 from funcgrad.core.tensor import Tensor, wrap
@@ -101,7 +101,7 @@ def _check_nans(prim, results):
     outs = results if isinstance(results, list) else [results]
     for out in outs:
         buf = out._buf
-        if buf.dtype.kind in "fc" and np.isnan(buf).any():
+        if dtypes.is_inexact(buf.dtype) and np.isnan(buf).any():  # bfloat16 is kind 'V'
             raise FloatingPointError(
                 f"debug_nans: primitive '{prim.name}' produced a NaN (output shape "
                 f"{buf.shape}, dtype {buf.dtype.name})")

@@ -60,7 +60,9 @@ def _dtype_of_fill(value, dtype):
     if dtype is not None:
         return dtypes.canonicalize(dtype)
     if hasattr(value, "dtype"):
-        return value.dtype
+        # a weak value (a Python number passed to jit) fills at the default width, as eagerly
+        return dtypes.weak_default_width(value.dtype) if getattr(value, "weak_type", False) \
+            else value.dtype
     return dtypes.dtype_and_weak(value)[0]
 
 

@@ -19,6 +19,7 @@ import threading
 import numpy as np
 import optree
 
+from funcgrad.core import dtypes
 from funcgrad.core import interpreter as _interp
 from funcgrad.core.abstract import ShapedArray
 from funcgrad.core.devices import CPU
@@ -279,7 +280,7 @@ def _run_compiled(program: IR, tensors):
 def _find_nans(program: IR, tensors, outs):
     """debug_nans under jit: when a compiled result holds a NaN, run the program again
     operation by operation (as JAX does), so the error names the primitive that made it."""
-    if not any(o.dtype.kind in "fc" and np.isnan(o.numpy()).any() for o in outs):
+    if not any(dtypes.is_inexact(o.dtype) and np.isnan(o.numpy()).any() for o in outs):
         return
     with _interp.using(_interp.EAGER):
         eval_ir(program, *[as_tensor(t) for t in tensors])  # raises at the first NaN
@@ -616,17 +617,12 @@ def _argument(x) -> Tensor:
     return as_tensor(x)
 
 
-_WEAK_DEFAULTS = {np.dtype(np.float64): np.dtype(np.float32),
-                  np.dtype(np.int64): np.dtype(np.int32),
-                  np.dtype(np.complex128): np.dtype(np.complex64)}
-
-
 def _default_width(out: Tensor) -> Tensor:
     """A result made of Python numbers only (weak, 64-bit inside, see ``_argument``) comes
     out at the default width, as it would eagerly (``jit(lambda a: a * 2)(3.0)`` is a
     float32 6.0, as in JAX)."""
-    narrow = _WEAK_DEFAULTS.get(out.dtype) if out.weak_type else None
-    if narrow is None:
+    narrow = dtypes.weak_default_width(out.dtype) if out.weak_type else out.dtype
+    if narrow == out.dtype:
         return out
     from funcgrad.core.prims.elementwise import convert_element_type
 

@@ -346,6 +346,21 @@ def test_log_retrace_environment_variable_prints_without_logging_setup(tmp_path)
     assert "retracing because" in done.stderr and "shape" in done.stderr
 
 
+@pytest.mark.parametrize("value", [3, 2.5, 1 + 1j, True])
+@pytest.mark.parametrize("make", [
+    lambda s: fnp.full((3,), s), lambda s: fnp.asarray(s), lambda s: fnp.zeros(3) * 0 + s,
+    lambda s: fnp.broadcast_to(s, (2,)), lambda s: fnp.stack([s, s])],
+    ids=["full", "asarray", "arith", "broadcast_to", "stack"])
+def test_arrays_made_from_python_number_arguments_have_the_eager_dtype(make, value):
+    # a Python number is weak 64-bit inside jit; what it alone decides comes out at the
+    # default width, as eagerly (fnp.full gave float64 under jit)
+    eager = make(value)
+    got = fg.jit(make)(value)
+    assert got.dtype == eager.dtype
+    assert str(got.dtype) in ("bool", "int32", "float32", "complex64")
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(eager))
+
+
 def test_python_number_arguments_keep_full_precision():
     # weak 64-bit inside the program: float64 code sees 0.1 exactly as eagerly, int64 code
     # takes 2**40; a float32 operand still wins, and Python-only results are 32-bit (JAX)

@@ -128,6 +128,20 @@ def test_debug_nans_names_the_primitive():
     assert np.isnan(float(fnp.log(fg.tensor(-1.0))))
 
 
+
+@pytest.mark.parametrize("jitted", [False, True], ids=["eager", "jit"])
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_debug_nans_sees_half_precision(dtype, jitted):
+    # bfloat16 is NumPy kind 'V', not 'f': a kind check let its NaNs through
+    x = fg.tensor([-1.0, 4.0]).astype(getattr(fnp, dtype))
+    f = fg.jit(fnp.sqrt) if jitted else fnp.sqrt
+    fg.config.update("debug_nans", True)
+    try:
+        with pytest.raises(FloatingPointError, match="'sqrt'"):
+            f(x)
+    finally:
+        fg.config.update("debug_nans", False)
+
 def test_debug_nans_inside_jit_names_the_primitive():
     # the compiled result is checked; on a NaN the program reruns op by op (as JAX)
     fg.config.update("debug_nans", True)
