@@ -412,3 +412,10 @@ def test_more_jit_edge_cases_found_by_user_style_probes():
     for fun in (lambda a: fnp.linalg.det(a).sum(), lambda a: fnp.einsum("bii->bi", a).sum()):
         np.testing.assert_allclose(fg.jit(fg.grad(fun))(stacked), fg.grad(fun)(stacked),
                                    rtol=1e-6)
+
+
+def test_sort_of_a_thousand_wide_rows_compiles():
+    # the unused positions operand was sorted in a stack temporary (over IREE's limit)
+    a = np.random.default_rng(0).standard_normal((4, 1000)).astype(np.float32)
+    got = fg.jit(lambda x: fg.numpy.sort(x, axis=1))(fg.tensor(a))
+    np.testing.assert_array_equal(np.asarray(got), np.sort(a, axis=1))

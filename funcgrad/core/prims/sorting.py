@@ -122,9 +122,13 @@ def _lower_sort(ctx, args, in_avals, out_avals, *, dimension, num_keys):
                 result = ctx.op1("stablehlo.or", [less, ctx.op1("stablehlo.and", [
                     equal, result], bool_scalar)], bool_scalar)
         ctx.op("stablehlo.return", [result], [])
+    # every sorted operand is kept: one the program does not use (the positions, when only
+    # the values are wanted) IREE 3.13 sorts in a stack temporary, whole sort rows of it
+    # (400 KB for a 100k vector: over the stack limit, compile failed; 1M never finished)
+    sorted_ = rules.fusion_barrier(ctx, list(op.results), [a.strip_weak() for a in in_avals])
     results = [ctx.op1("stablehlo.slice", [r], a.strip_weak(), {
         "start_indices": ctx.i64_array([0] * a.ndim), "limit_indices": ctx.i64_array(a.shape),
-        "strides": ctx.i64_array([1] * a.ndim)}) for r, a in zip(op.results, final_avals,
+        "strides": ctx.i64_array([1] * a.ndim)}) for r, a in zip(sorted_, final_avals,
                                                                   strict=True)]
     return results[:-1]
 
