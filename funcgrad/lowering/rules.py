@@ -144,9 +144,11 @@ def _as_list(out):
 
 def fusion_barrier(ctx, values, avals):
     """``stablehlo.optimization_barrier``: keeps producers and consumers in separate
-    dispatches.  IREE 3.13 with data tiling fails to compile a float32 matmul fused with
-    a consumer that makes complex<f32> ('vector.transfer_read' op requires valid padding
-    vector elemental type), so values becoming complex pass through one."""
+    dispatches, and keeps values IREE 3.13 would otherwise mishandle in real buffers.
+    Used where IREE fails: a float32 matmul fused with a consumer that makes complex<f32>
+    with data tiling ('vector.transfer_read' op requires valid padding vector elemental
+    type); argmax's two-result reduce fused with a transposing consumer; a sort whose
+    unused operand it would sort in a stack temporary."""
     return ctx.op("stablehlo.optimization_barrier", values, avals)
 
 

@@ -238,10 +238,9 @@ class Executable:
         self._memory = rt.MemoryType.DEVICE_LOCAL
         self._device = rt_.device_name
         # results the module writes into memory passed in by the caller (see
-        # ``output_storage_for``): shape, dtype and HAL element type of each, in order
-        self.output_storage = [(self.out_avals[i].shape, self.out_avals[i].dtype,
-                                self._map_type(self.out_avals[i].dtype))
-                               for i in output_storage]
+        # ``output_storage_for``): shape, size in bytes and HAL element type of each
+        self.output_storage = [(a.shape, a.size * a.dtype.itemsize, self._map_type(a.dtype))
+                               for a in (self.out_avals[i] for i in output_storage)]
         self._storage_memory = rt.MemoryType.DEVICE_LOCAL | rt.MemoryType.HOST_VISIBLE
 
     def to_device(self, array: np.ndarray):
@@ -282,14 +281,13 @@ class Executable:
             return self.rt.device.from_dlpack_capsule(array.__dlpack__())
         return self.to_device(array)
 
-    def _huge_page_storage(self, shape, dtype, element):
+    def _huge_page_storage(self, shape, nbytes, element):
         """A run-time buffer for a large result, its memory marked for huge pages.
 
         The run-time allocates it (so it owns the memory, which stays valid as long as any
         result aliasing it, and every access a result may need is allowed: NumPy memory
         imported by DLPack or ``import_host_allocation`` fails the first, or the second);
         funcgrad only asks the kernel to back it with 2 MiB pages."""
-        nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
         buffer = self.rt.allocator.allocate_buffer(
             memory_type=self._storage_memory, allowed_usage=self._usage, allocation_size=nbytes)
         view = self._view_type(buffer, shape, element)
@@ -309,8 +307,8 @@ class Executable:
             else:
                 host = a.to_numpy() if isinstance(a, DeviceBuffer) else a
                 arg_list.push_ref(self.import_or_copy(host))
-        for shape, dtype, element in self.output_storage:
-            arg_list.push_ref(self._huge_page_storage(shape, dtype, element))
+        for shape, nbytes, element in self.output_storage:
+            arg_list.push_ref(self._huge_page_storage(shape, nbytes, element))
         ret_list = self._list(len(self.out_avals))
         self.context.invoke(self.function, arg_list, ret_list)
         return [DeviceBuffer(self.rt, ret_list.get_as_object(i, self._view_type), aval.shape,

@@ -99,7 +99,7 @@ def executable_for(program: IR, device=CPU):
     holder = session_for("cpu" if heavy else "cpu-small")
     out_avals = [v.aval.strip_weak() for v in program.outputs]
     storage = output_storage_for(out_avals)
-    ir_key = _cpu_cache_key(program, holder.flags)
+    ir_key = _cpu_cache_key(program, holder.flags, storage)
     vmfb = _cached_module(program, ir_key)
     if vmfb is None:
         with holder.lock:
@@ -113,11 +113,11 @@ def executable_for(program: IR, device=CPU):
     return exe
 
 
-def _cpu_cache_key(program: IR, flags) -> str:
+def _cpu_cache_key(program: IR, flags, storage) -> str:
+    """The cache key of ``program`` compiled for the CPU with ``flags``, taking the
+    results listed in ``storage`` in memory the caller passes in (``output_storage_for``)."""
     from funcgrad.lowering import compiler
-    from funcgrad.lowering.runtime import output_storage_for
 
-    storage = output_storage_for([v.aval.strip_weak() for v in program.outputs])
     return compiler.cache_key(f"{_ir_key_text(program)}\noutput storage {storage}", flags)
 
 
@@ -235,7 +235,10 @@ def _ready_executable(program: IR):
 
         heavy = _largest_step(program) > _PARALLEL_WORK
         flags = compiler.CPU_FLAGS if heavy else compiler.CPU_SMALL_FLAGS
-        if compiler.lookup(_cpu_cache_key(program, flags)):
+        from funcgrad.lowering.runtime import output_storage_for
+
+        storage = output_storage_for([v.aval.strip_weak() for v in program.outputs])
+        if compiler.lookup(_cpu_cache_key(program, flags, storage)):
             return executable_for(program)  # cached: loading is quick
         program._background = job = _BackgroundCompile(program)
     if not job.done.is_set():

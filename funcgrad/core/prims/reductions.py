@@ -434,7 +434,7 @@ def _arg_lowering(direction):
                                         rules.select(ctx, take_a, ai, bi, si)], [])
         # a fusion boundary: IREE 3.13 fails to compile this two-result reduce fused with
         # a consumer that transposes it ("expected number of yield values (2) to match")
-        (index,) = ctx.op("stablehlo.optimization_barrier", [op.results[1]], [out])
+        (index,) = rules.fusion_barrier(ctx, [op.results[1]], [out])
         return [index]
 
     return rule
