@@ -231,9 +231,11 @@ def _cache_path(key: str) -> str:
 
 
 def compile_module(module, holder: _SessionHolder, name: str = "main",
-                   key: str | None = None) -> bytes:
+                   key: str | None = None, retry: bool = True) -> bytes:
     """Compile an MLIR module (built in ``holder``'s context) to a VM flatbuffer, cached
-    under ``key`` (by default the MLIR text with the flags)."""
+    under ``key`` (by default the MLIR text with the flags).  ``retry=False``: a module
+    IREE refuses with a diagnostic raises at once (the caller has another lowering)
+    instead of being compiled again without the optional optimizations."""
     if key is None:
         key = cache_key(str(module), holder.flags)
     payload = lookup(key)
@@ -241,7 +243,7 @@ def compile_module(module, holder: _SessionHolder, name: str = "main",
         return payload
     path = _cache_path(key)
     start = time.perf_counter()
-    payload = _compile(module, holder, name)
+    payload = _compile(module, holder, name, retry)
     elapsed = time.perf_counter() - start
     if os.environ.get("FUNCGRAD_LOG_COMPILES") not in (None, "", "0"):
         logger.warning("compiled %s in %.3f s", name, elapsed)
@@ -252,7 +254,7 @@ def compile_module(module, holder: _SessionHolder, name: str = "main",
     return payload
 
 
-def _compile(module, holder: _SessionHolder, name: str) -> bytes:
+def _compile(module, holder: _SessionHolder, name: str, retry: bool = True) -> bytes:
     """Compile in an ``iree-compile`` subprocess.  The compiler can crash (seen: a race in
     IREE 3.13's encoding materialization, now and then); in-process that would kill the
     user's Python, here it is retried (then single-threaded) or reported as an error."""
@@ -298,7 +300,8 @@ def _compile(module, holder: _SessionHolder, name: str) -> bytes:
                 # a diagnostic: the same flags would fail the same way; without the optional
                 # optimizations it may compile (threads are only given up after crashes,
                 # which can be races)
-                attempts = [plain, safe] if flags is not safe and flags is not plain else []
+                attempts = [plain, safe] if retry and flags is not safe and flags is not plain \
+                    else []
             logger.info("iree-compile %s compiling %s (exit %s)%s", "crashed" if crashed
                         else "failed", name, result.returncode, "; retrying" if attempts else "")
     raise CompileError(f"jit: IREE failed to compile {name}:\n{_diagnostics(failure)}\n"

@@ -29,9 +29,14 @@ def _ir():
 class LoweringContext:
     """Builders shared by lowering rules, bound to one MLIR context and module."""
 
-    def __init__(self, mlir_context, platform: str = "cpu"):
+    def __init__(self, mlir_context, platform: str = "cpu", fuse_scans: bool = False):
         self.context = mlir_context
         self.platform = platform
+        # scans run as one kernel where they can (funcgrad.lowering.fused_scan); how many
+        self.fuse_scans = fuse_scans
+        self.fused_scans = 0
+        # primitive name -> rule used instead of the primitive's own (inside such kernels)
+        self.rule_overrides = {}
         ir = _ir()
         self.ir = ir
         with mlir_context, ir.Location.unknown():
@@ -150,7 +155,7 @@ class LoweringContext:
             return env[x]
 
         for eqn in program.equations:
-            rule = eqn.prim.lower
+            rule = self.rule_overrides.get(eqn.prim.name) or eqn.prim.lower
             if rule is None:
                 raise LoweringError(f"no MLIR lowering rule for primitive '{eqn.prim.name}'")
             in_avals = [x.aval for x in eqn.inputs]
@@ -213,10 +218,14 @@ class LoweringContext:
 
 
 def lower_module(program: IR, mlir_context, name: str = "main", platform: str = "cpu",
-                 output_storage=()):
-    """A module with one public function running ``program``; consts are leading args,
-    then the inputs, then storage for the results listed in ``output_storage``."""
-    ctx = LoweringContext(mlir_context, platform)
+                 output_storage=(), fuse_scans: bool = False):
+    """(module, number of fused scans): a module with one public function running
+    ``program``; consts are leading args, then the inputs, then storage for the results
+    listed in ``output_storage``.
+
+    ``fuse_scans``: scans that fit run as one IREE kernel (``fused_scan``); the module
+    then holds IREE-specific ``flow`` operations."""
+    ctx = LoweringContext(mlir_context, platform, fuse_scans=fuse_scans)
     arg_avals = [v.aval.strip_weak() for v in program.const_vars + program.in_vars]
     ctx.add_function(program, name, arg_avals, output_storage=output_storage)
-    return ctx.module
+    return ctx.module, ctx.fused_scans

@@ -1080,7 +1080,14 @@ def _unroll_factor(length: int, body: IR) -> int:
 
 def _lower_scan(ctx, args, in_avals, out_avals, *, body, num_consts, num_carry, length,
                 reverse):
-    from funcgrad.lowering import rules
+    from funcgrad.lowering import fused_scan, rules
+
+    scan_plan = fused_scan.plan(ctx, body, num_consts, num_carry, length, in_avals, out_avals)
+    if scan_plan is not None:
+        ctx.fused_scans += 1
+        return fused_scan.lower(ctx, args, in_avals, out_avals, body=body,
+                                num_consts=num_consts, num_carry=num_carry, length=length,
+                                reverse=reverse, scan_plan=scan_plan)
 
     i32 = ShapedArray((), dtypes.int32)
     consts, carry, xs = _split3(list(args), num_consts, num_carry)

@@ -89,8 +89,7 @@ def executable_for(program: IR, device=CPU):
     exe = getattr(program, "_executable", None)
     if exe is not None:
         return exe
-    from funcgrad.lowering.compiler import compile_module, session_for
-    from funcgrad.lowering.mlir import lower_module
+    from funcgrad.lowering.compiler import session_for
     from funcgrad.lowering.runtime import Executable, output_storage_for
 
     # keyed by the IR itself first: a disk-cache hit then needs no compiler session and
@@ -100,17 +99,35 @@ def executable_for(program: IR, device=CPU):
     out_avals = [v.aval.strip_weak() for v in program.outputs]
     storage = output_storage_for(out_avals)
     ir_key = _cpu_cache_key(program, holder.flags, storage)
-    vmfb = _cached_module(program, ir_key)
-    if vmfb is None:
-        with holder.lock:
-            with holder.session.context:
-                module = lower_module(program, holder.session.context,
-                                      output_storage=storage)
-            vmfb = compile_module(module, holder, getattr(program, "_name", "main"), ir_key)
+    vmfb = _cached_module(program, ir_key) or _compile_for_cpu(program, holder, storage, ir_key)
     driver = "local-task" if heavy else "local-sync"
     exe = Executable(vmfb, out_avals, driver=driver, output_storage=storage)
     program._executable = exe
     return exe
+
+
+def _compile_for_cpu(program: IR, holder, storage, ir_key: str) -> bytes:
+    """Lower and compile ``program`` for the CPU, its fitting scans as single kernels
+    (``funcgrad.lowering.fused_scan``); if IREE refuses a module holding such kernels, the
+    program is lowered again with host loops (logged at INFO with IREE's reason)."""
+    from funcgrad.lowering.compiler import CompileError, compile_module
+    from funcgrad.lowering.mlir import lower_module
+
+    name = getattr(program, "_name", "main")
+    with holder.lock:
+        with holder.session.context:
+            module, fused = lower_module(program, holder.session.context,
+                                         output_storage=storage, fuse_scans=True)
+        if not fused:
+            return compile_module(module, holder, name, ir_key)
+        try:
+            return compile_module(module, holder, name, ir_key, retry=False)
+        except CompileError as err:
+            logger.info("jit: %s with %d fused scan(s) did not compile; lowering its scans "
+                        "as host loops instead: %s", name, fused, str(err)[:2000])
+        with holder.session.context:
+            module, _ = lower_module(program, holder.session.context, output_storage=storage)
+        return compile_module(module, holder, name, ir_key)
 
 
 def _cpu_cache_key(program: IR, flags, storage) -> str:
@@ -199,7 +216,7 @@ def compile_artifact(program: IR, target: str, arch: str | None = None,
     holder = session_for_target(target, arch)
     with holder.lock:
         with holder.session.context:
-            module = lower_module(program, holder.session.context, platform=target)
+            module, _ = lower_module(program, holder.session.context, platform=target)
             attach_device_target(module, holder)
         return compile_module(module, holder, getattr(program, "_name", "main"), key)
 
@@ -410,7 +427,8 @@ class Lowered:
 
         holder = session_for("cpu")
         with holder.lock, holder.session.context:
-            return str(lower_module(self._entry.program, holder.session.context))
+            # the portable StableHLO program (no CPU-only fused scans)
+            return str(lower_module(self._entry.program, holder.session.context)[0])
 
     def compile(self, target: str = "cpu", arch: str | None = None):
         """Compile for the CPU (a callable ``Compiled``), or for ``target="cuda"`` with a GPU
