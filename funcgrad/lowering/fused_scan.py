@@ -54,10 +54,12 @@ def plan(ctx, body, num_consts: int, num_carry: int, length: int, in_avals,
     """A ``Plan`` when the scan can run as one kernel, else None."""
     if ctx.platform != "cpu" or not getattr(ctx, "fuse_scans", False):
         return None
-    if length < 2 or len(out_avals) != num_carry or num_carry == 0:
+    if length < 2 or num_carry == 0:
         return None
     carry_avals = in_avals[num_consts:num_consts + num_carry]
     if sum(a.size for a in carry_avals) > _MAX_CARRY_ELEMENTS:
+        return None
+    if any(a.dtype not in (dtypes.float32, dtypes.bool_) for a in out_avals):
         return None
     dots = []
     for eqn in body.equations:
@@ -98,7 +100,8 @@ def _matvec_plan(eqn, body, num_consts) -> Plan | None:
 
 def lower(ctx, args, in_avals, out_avals, *, body, num_consts, num_carry, length, reverse,
           scan_plan: Plan):
-    """Emit the scan as ``flow.dispatch.region { scf.for ... }``; returns the carries."""
+    """Emit the scan as ``flow.dispatch.region { scf.for ... }``; returns the carries,
+    then the stacked per-step outputs (written in place, row by row, in the loop)."""
     ir = ctx.ir
     consts = list(args[:num_consts])
     carry = list(args[num_consts:num_consts + num_carry])
@@ -113,10 +116,12 @@ def lower(ctx, args, in_avals, out_avals, *, body, num_consts, num_carry, length
             ShapedArray((cols, rows), matrix_aval.dtype),
             {"permutation": ctx.i64_array((1, 0))})
 
+    y_avals = [a.strip_weak() for a in out_avals[num_carry:]]
     index = ir.IndexType.get()
     state_avals = [ShapedArray((2, *a.shape), a.dtype) for a in carry_avals]
+    loop_avals = state_avals + y_avals
     region_op = ir.Operation.create(
-        "flow.dispatch.region", results=[ctx.tensor_type(a) for a in carry_avals],
+        "flow.dispatch.region", results=[ctx.tensor_type(a) for a in carry_avals + y_avals],
         operands=[], attributes={"operandSegmentSizes": ir.DenseI32ArrayAttr.get([0, 0])},
         regions=2)
     with ir.InsertionPoint(region_op.regions[0].blocks.append()):
@@ -130,13 +135,17 @@ def lower(ctx, args, in_avals, out_avals, *, body, num_consts, num_carry, length
                   for row, s in ((_as_row(ctx, h, a), s)
                                  for h, a, s in zip(carry, carry_avals, state_avals,
                                                     strict=True))]
+        stacks = [ir.Operation.create("tensor.empty", results=[ctx.tensor_type(a)]).result
+                  for a in y_avals]
         loop = ir.Operation.create(
-            "scf.for", results=[ctx.tensor_type(s) for s in state_avals],
-            operands=[zero, const_index(length), one, *states], regions=1)
+            "scf.for", results=[ctx.tensor_type(s) for s in loop_avals],
+            operands=[zero, const_index(length), one, *states, *stacks], regions=1)
         block = loop.regions[0].blocks.append(index, *[ctx.tensor_type(s)
-                                                       for s in state_avals])
+                                                       for s in loop_avals])
         with ir.InsertionPoint(block):
-            t, states_t = block.arguments[0], list(block.arguments)[1:]
+            t = block.arguments[0]
+            states_t = list(block.arguments)[1:1 + num_carry]
+            stacks_t = list(block.arguments)[1 + num_carry:]
             cur = _index_op(ir, "arith.remui", [t, two])
             nxt = _index_op(ir, "arith.subi", [one, cur])
             step = _index_op(ir, "arith.subi", [const_index(length - 1), t]) if reverse else t
@@ -150,13 +159,16 @@ def lower(ctx, args, in_avals, out_avals, *, body, num_consts, num_carry, length
             finally:
                 del ctx.rule_overrides["dot_general"]
             updated = [_insert_row(ctx, v, s, nxt, a, sa)
-                       for v, s, a, sa in zip(new, states_t, carry_avals, state_avals,
+                       for v, s, a, sa in zip(new[:num_carry], states_t, carry_avals, state_avals,
                                               strict=True)]
+            updated += [_insert_row(ctx, y, s, step, ShapedArray(a.shape[1:], a.dtype), a)
+                        for y, s, a in zip(new[num_carry:], stacks_t, y_avals, strict=True)]
             ir.Operation.create("scf.yield", operands=updated)
         last = const_index(length % 2)
-        finals = [_extract_row(ctx, s, last, a) for s, a in zip(loop.results, carry_avals,
-                                                                 strict=True)]
-        ir.Operation.create("flow.return", operands=finals)
+        results = list(loop.results)
+        finals = [_extract_row(ctx, s, last, a) for s, a in zip(results[:num_carry],
+                                                                 carry_avals, strict=True)]
+        ir.Operation.create("flow.return", operands=finals + results[num_carry:])
     return list(region_op.results)
 
 

@@ -79,6 +79,37 @@ def test_vector_times_matrix_reverse_and_several_carries():
     np.testing.assert_allclose(np.asarray(total), total_ref, rtol=2e-5, atol=2e-5)
 
 
+def test_per_step_outputs_are_stacked_in_the_kernel():
+    w, xs, h0 = _data(20, 6)
+    args = (fg.tensor(w), fg.tensor(xs), fg.tensor(h0))
+
+    def states(w, xs, h0):
+        def body(h, x):
+            new = fnp.tanh(w @ h + x)
+            return new, (new * 2, new > 0)
+        return fg.scan(body, h0, xs, reverse=True)
+
+    assert _fused_count(states, *args) == 1
+    h, (doubled, positive) = fg.jit(states)(*args)
+    ref, stacked = h0.astype(np.float64), np.zeros((6, 20))
+    for t in reversed(range(6)):
+        ref = np.tanh(w @ ref + xs[t])
+        stacked[t] = ref
+    np.testing.assert_allclose(np.asarray(h), ref, rtol=2e-5, atol=2e-5)
+    np.testing.assert_allclose(np.asarray(doubled), 2 * stacked, rtol=2e-5, atol=2e-5)
+    np.testing.assert_array_equal(np.asarray(positive), stacked > 0)
+
+
+def test_gradients_through_a_fused_forward_scan():
+    w, xs, h0 = _data(16, 8)
+    args = (fg.tensor(w), fg.tensor(xs), fg.tensor(h0))
+    loss = lambda w, xs, h0: (_rnn(w, xs, h0) ** 2).sum()  # noqa: E731
+    got = fg.jit(fg.grad(loss, argnums=(0, 2)))(*args)
+    want = fg.grad(loss, argnums=(0, 2))(*args)
+    for a, b in zip(got, want, strict=True):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-4, atol=1e-5)
+
+
 def test_fused_scan_inside_a_loop_and_under_vmap_of_the_inputs():
     w, xs, h0 = _data(32, 5)
     args = (fg.tensor(w), fg.tensor(xs), fg.tensor(h0))
@@ -100,7 +131,7 @@ def _two_products(w, xs, h0):
     return fg.scan(lambda h, x: (fnp.tanh(w @ h + w.T @ x), None), h0, xs)[0]
 
 
-def _with_outputs(w, xs, h0):
+def _reduced_outputs(w, xs, h0):
     return fg.scan(lambda h, x: (fnp.tanh(w @ h + x), h.sum()), h0, xs)
 
 
@@ -112,7 +143,7 @@ def _reduction_in_body(w, xs, h0):
     return fg.scan(lambda h, x: (fnp.tanh(w @ h + x) / (1 + h.sum() ** 2), None), h0, xs)[0]
 
 
-@pytest.mark.parametrize("fun", [_two_products, _with_outputs, _matrix_used_twice,
+@pytest.mark.parametrize("fun", [_two_products, _reduced_outputs, _matrix_used_twice,
                                  _reduction_in_body])
 def test_other_scans_keep_host_loops_and_their_values(fun):
     w, xs, h0 = _data(8, 4)
