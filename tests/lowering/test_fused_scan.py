@@ -79,6 +79,35 @@ def test_vector_times_matrix_reverse_and_several_carries():
     np.testing.assert_allclose(np.asarray(total), total_ref, rtol=2e-5, atol=2e-5)
 
 
+def test_lstm_gates_sliced_from_one_product():
+    hidden, steps = 10, 7
+    w = (RNG.standard_normal((4 * hidden, hidden)) / 3).astype(np.float32)
+    xs = RNG.standard_normal((steps, 4 * hidden)).astype(np.float32)
+    sigmoid = fg.nn.functional.sigmoid
+
+    def lstm(w, xs, h0, c0):
+        def body(carry, x):
+            h, c = carry
+            z = w @ h + x
+            i, f = sigmoid(z[:hidden]), sigmoid(z[hidden:2 * hidden])
+            g, o = fnp.tanh(z[2 * hidden:3 * hidden]), sigmoid(z[3 * hidden:])
+            c = f * c + i * g
+            return (o * fnp.tanh(c), c), None
+        return fg.scan(body, (h0, c0), xs)[0]
+
+    args = (fg.tensor(w), fg.tensor(xs), fg.zeros(hidden), fg.zeros(hidden))
+    assert _fused_count(lstm, *args) == 1
+    h, c = np.zeros(hidden), np.zeros(hidden)
+    sig = lambda v: 1 / (1 + np.exp(-v))  # noqa: E731
+    for x in xs:
+        z = w @ h + x
+        c = sig(z[hidden:2 * hidden]) * c + sig(z[:hidden]) * np.tanh(z[2 * hidden:3 * hidden])
+        h = sig(z[3 * hidden:]) * np.tanh(c)
+    got_h, got_c = fg.jit(lstm)(*args)
+    np.testing.assert_allclose(np.asarray(got_h), h, rtol=2e-5, atol=2e-5)
+    np.testing.assert_allclose(np.asarray(got_c), c, rtol=2e-5, atol=2e-5)
+
+
 def test_per_step_outputs_are_stacked_in_the_kernel():
     w, xs, h0 = _data(20, 6)
     args = (fg.tensor(w), fg.tensor(xs), fg.tensor(h0))
