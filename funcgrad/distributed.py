@@ -26,6 +26,7 @@ import hashlib
 import os
 import re
 import sys
+import time
 import traceback
 from typing import Any
 
@@ -106,6 +107,9 @@ def _install_abort_hook() -> None:
         else:
             previous(kind, value, tb)
             sys.stderr.flush()
+        # the launcher forwards output asynchronously and the abort kills every rank: an
+        # immediate abort lost the whole report now and then (an empty stderr in a test)
+        time.sleep(0.3)
         _comm.Abort(1)
 
     sys.excepthook = abort_all_ranks
