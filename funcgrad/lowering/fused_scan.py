@@ -17,8 +17,8 @@ What makes IREE 3.13 accept and compile such a kernel well (each was measured):
   against 1.3 ms for IREE's default tiles, 10 ms on a (free, contracted) layout;
   the lowering therefore transposes the loop-invariant matrix once, before the loop.
 
-Anything else (several products, reductions, other dtypes, outputs per step) keeps the
-host loop of ``control_flow._lower_scan``; a fused scan IREE still refuses makes jit
+Anything else (several products, reductions, other dtypes) keeps the host loop of
+``control_flow._lower_scan``; a fused scan IREE still refuses makes jit
 lower the program again without fusion (``funcgrad.transforms.jit``).
 """
 
@@ -54,7 +54,7 @@ class Plan:
 def plan(ctx, body, num_consts: int, num_carry: int, length: int, in_avals,
          out_avals) -> Plan | None:
     """A ``Plan`` when the scan can run as one kernel, else None."""
-    if ctx.platform != "cpu" or not getattr(ctx, "fuse_scans", False):
+    if ctx.platform != "cpu" or not ctx.fuse_scans:
         return None
     if length < 2 or num_carry == 0:
         return None
@@ -104,6 +104,7 @@ def lower(ctx, args, in_avals, out_avals, *, body, num_consts, num_carry, length
           scan_plan: Plan):
     """Emit the scan as ``flow.dispatch.region { scf.for ... }``; returns the carries,
     then the stacked per-step outputs (written in place, row by row, in the loop)."""
+    ctx.fused_scans += 1
     ir = ctx.ir
     consts = list(args[:num_consts])
     carry = list(args[num_consts:num_consts + num_carry])
@@ -132,11 +133,9 @@ def lower(ctx, args, in_avals, out_avals, *, body, num_consts, num_carry, length
                 "value": ir.IntegerAttr.get(index, int(value))})
 
         zero, one, two = const_index(0), const_index(1), const_index(2)
-        states = [ctx.op1("stablehlo.concatenate", [row, row], s,
+        states = [ctx.op1("stablehlo.concatenate", [_as_row(ctx, h, a)] * 2, s,
                           {"dimension": ctx.i64_attr(0)})
-                  for row, s in ((_as_row(ctx, h, a), s)
-                                 for h, a, s in zip(carry, carry_avals, state_avals,
-                                                    strict=True))]
+                  for h, a, s in zip(carry, carry_avals, state_avals, strict=True)]
         stacks = [ir.Operation.create("tensor.empty", results=[ctx.tensor_type(a)]).result
                   for a in y_avals]
         loop = ir.Operation.create(

@@ -1084,7 +1084,6 @@ def _lower_scan(ctx, args, in_avals, out_avals, *, body, num_consts, num_carry, 
 
     scan_plan = fused_scan.plan(ctx, body, num_consts, num_carry, length, in_avals, out_avals)
     if scan_plan is not None:
-        ctx.fused_scans += 1
         return fused_scan.lower(ctx, args, in_avals, out_avals, body=body,
                                 num_consts=num_consts, num_carry=num_carry, length=length,
                                 reverse=reverse, scan_plan=scan_plan)

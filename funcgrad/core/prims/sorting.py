@@ -220,9 +220,9 @@ def _packed_words(ctx, fields):
     words_aval = ShapedArray((*shape, len(groups)), np.dtype(f"int{width}"))
     words = []
     for group in groups:
-        width = 32 if sum(f[2] for f in group) <= 32 else 64
-        unsigned = ShapedArray(shape, np.dtype(f"uint{width}"))
-        word_aval = unsigned.update(dtype=np.dtype(f"int{width}"))
+        group_width = 32 if sum(f[2] for f in group) <= 32 else 64
+        unsigned = ShapedArray(shape, np.dtype(f"uint{group_width}"))
+        word_aval = unsigned.update(dtype=np.dtype(f"int{group_width}"))
         word = None
         for value, aval, bits in group:
             if aval.dtype != unsigned.dtype:
