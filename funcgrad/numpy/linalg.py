@@ -17,6 +17,7 @@ from funcgrad.core.tensor import Tensor
 from funcgrad.numpy import _creation, _elementwise, _reductions, _shape
 from funcgrad.numpy._linear import matmul
 from funcgrad.numpy._util import broadcast_shapes, broadcast_to, normalize_axis, promote
+from funcgrad.transforms.custom import custom_jvp
 
 __all__ = [
     "EighResult", "QRResult", "SVDResult", "SlogdetResult", "cholesky", "det", "eigh",
@@ -118,8 +119,10 @@ def inv(a):
     return _lu_solve(lu, perm, eye)
 
 
-def _lu_sign_and_diagonal(a):
-    lu, pivots, _ = lax_linalg.lu(a)
+def _lu_sign_and_diagonal(a, factors=None):
+    """The permutation's sign and U's diagonal, from ``factors = lu(a)`` (computed when
+    not given)."""
+    lu, pivots, _ = lax_linalg.lu(a) if factors is None else factors
     diag = _shape.diagonal(lu, 0, -2, -1)
     swaps = _reductions.sum(pivots != _creation.arange(a.shape[-1], dtype=pivots.dtype),
                             axis=-1)
@@ -130,12 +133,57 @@ def _lu_sign_and_diagonal(a):
 def det(a):
     """Determinant of the square matrices in ``a`` (from the LU factorization).
 
+    Its derivative is the cofactor matrix, exact for singular matrices too (where
+    ``det(a) * inv(a).T`` is 0 * inf), as JAX's.
+
     >>> fnp.linalg.det(fg.tensor([[2.0, 1.0], [0.0, 3.0]]))
     tensor(6., dtype=float32)
     """
-    a = _matrix("det", a, square=True)
+    return _det(_matrix("det", a, square=True))
+
+
+@custom_jvp
+def _det(a):
     parity, diag = _lu_sign_and_diagonal(a)
     return parity * _reductions.prod(diag, axis=-1)
+
+
+@_det.defjvp
+def _det_jvp(primals, tangents):
+    (a,), (t,) = primals, tangents
+    return _det(a), _reductions.sum(_cofactors(a) * t, axis=(-2, -1))
+
+
+def _cofactors(a):
+    """The cofactor matrices ``adj(a).T`` of square ``a`` (shape (..., n, n)).
+
+    With ``P a = L U``: ``adj(a) = det(P) adj(U) L^-1 P``.  For an upper triangular ``U``
+    with no zero pivot ``adj(U) = det(U) U^-1``; with one zero pivot ``k`` it has rank one,
+    ``p (V e_k)(e_k^T V)`` where ``V`` inverts ``U`` with that pivot set to 1 and ``p`` is
+    the product of the other pivots; with more zero pivots it is zero."""
+    n = a.shape[-1]
+    factors = lax_linalg.lu(a)
+    lu, _, perm = factors
+    parity, diag = _lu_sign_and_diagonal(a, factors)
+    zero = diag == 0
+    count = _reductions.sum(zero.astype(np.int32), axis=-1)[..., None, None]
+    ones = _creation.ones_like(diag)
+    pivots = _elementwise.where(zero, ones, diag)
+    product = _reductions.prod(pivots, axis=-1)[..., None, None]
+    eye = broadcast_to(_creation.eye(n, dtype=a.dtype), a.shape)
+    upper = _elementwise.add(_shape.triu(lu),
+                             _elementwise.multiply(eye, zero.astype(a.dtype)[..., None, :]))
+    inv_upper = lax_linalg.triangular_solve(upper, eye, left_side=True, lower=False)
+    e = zero.astype(a.dtype)[..., :, None]
+    rank_one = matmul(matmul(inv_upper, e), matmul(_shape.swapaxes(e, -1, -2), inv_upper))
+    adj_upper = _elementwise.where(count == 0, inv_upper,
+                                   _elementwise.where(count == 1, rank_one,
+                                                      _creation.zeros_like(inv_upper)))
+    inv_lower = lax_linalg.triangular_solve(lu, eye, left_side=True, lower=True,
+                                            unit_diagonal=True)
+    permutation = (perm[..., :, None] == _creation.arange(n, dtype=perm.dtype)).astype(a.dtype)
+    adj = matmul(matmul(adj_upper, inv_lower), permutation)
+    return _shape.swapaxes(adj * (parity[..., None, None] * product), -1, -2)
 
 
 def slogdet(a):

@@ -304,6 +304,41 @@ def test_grad_of_logdet_is_inverse_transpose():
     _close(g, np.linalg.inv(_A).T)
 
 
+def _cofactor_matrix(a):
+    n = a.shape[0]
+    return np.array([[(-1) ** (i + j) * np.linalg.det(np.delete(np.delete(a, i, 0), j, 1))
+                      for j in range(n)] for i in range(n)])
+
+
+SINGULAR = {
+    "rank_one_2x2": np.array([[1.0, 2.0], [2.0, 4.0]]),
+    "zero_3x3": np.zeros((3, 3)),
+    "rank_one_3x3": np.outer([1.0, 2.0, 3.0], [1.0, 1.0, 2.0]),
+    "rank_two_3x3": np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0], [7.0, 8.0, 9.0]]),
+    "zero_first_column": np.array([[0.0, 1.0, 2.0], [0.0, 3.0, 4.0], [0.0, 5.0, 7.0]]),
+    "pivoted": np.array([[0.0, 1.0, 2.0], [0.0, 3.0, 4.0], [1.0, 5.0, 6.0]]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SINGULAR))
+def test_grad_of_det_is_the_cofactor_matrix_also_when_singular(name):
+    # det(a) * inv(a).T is 0 * inf there; JAX and PyTorch give the cofactors
+    a = SINGULAR[name]
+    want = _cofactor_matrix(a)
+    _close(fg.grad(LA.det)(a), want)
+    _close(fg.jit(fg.grad(LA.det))(a), want)
+    _close(fg.jacfwd(LA.det)(a), want)
+    got32 = fg.grad(LA.det)(a.astype(np.float32))
+    assert got32.dtype == np.float32
+    _close(got32, want, np.float32, scale=10)
+
+
+def test_vmap_grad_of_det_mixes_singular_and_regular():
+    a = np.stack([SINGULAR["rank_one_2x2"], _general((2, 2))])
+    got = fg.vmap(fg.grad(LA.det))(fg.tensor(a))
+    _close(got, np.stack([_cofactor_matrix(m) for m in a]))
+
+
 def test_derivative_limits_raise():
     with pytest.raises(NotImplementedError, match="qr"):
         fg.jvp(lambda a: LA.qr(a)[0], (fg.tensor(_WIDE),), (fg.tensor(_WIDE),))
