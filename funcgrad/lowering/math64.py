@@ -17,9 +17,10 @@ accurate, beyond that NaN: no Payne-Hanek reduction); the float32/16 and bfloat1
 ``asin``, ``acos``, ``atan2``, ``atanh`` within 4 ulp everywhere; ``fmod`` exact except
 for |x| near the float64 maximum with |x / y| > 2**53 (about 3 s to compile).
 Complex functions are built on these from their textbook formulas (relative error about
-1e-15, 1e-12 for log/log1p/asinh/asin of small or unit-modulus z; away from branch cuts
-and overflow; C99's special values of infinities and the side of a branch cut taken are
-not all NumPy's).
+1e-15, 1e-12 for log/log1p/asinh/asin of small or unit-modulus z; away from overflow);
+the inverse functions follow Kahan's branch-cut formulas, so points on a cut and zeros
+of either sign land where NumPy puts them.  C99's special values of infinities are not
+all NumPy's.
 """
 
 from __future__ import annotations
@@ -621,43 +622,65 @@ def complex_pow(x, y):
     return _where(y_zero, one, out)
 
 
-def _times_i(z):
-    a, b = _parts(z)
-    return _complex(-b, a)
-
-
-def _times_minus_i(z):
-    a, b = _parts(z)
-    return _complex(b, -a)
-
-
-def complex_asinh(z):
-    # log(z + sqrt(z**2 + 1)) on the right half plane, odd symmetry for the left
-    a, _ = _parts(z)
-    flip = _sign_bit(a)
-    w = _where(flip, -z, z)
-    out = complex_log(w + complex_sqrt(w * w + 1.0))
-    return _where(flip, -out, out)
-
-
 def complex_asin(z):
-    return _times_minus_i(complex_asinh(_times_i(z)))
+    """Kahan's formula ("Branch cuts for complex elementary functions", 1987): with
+    s = sqrt(1 - z) and t = sqrt(1 + z), asin z = atan2(x, Re(s t)) + i asinh(Im(conj(s) t)).
+    Both square roots take the sign of zero imaginary parts into account, so points on the
+    cuts (|x| > 1, y = +-0) land on NumPy's side."""
+    x, y = _parts(z)
+    a, b = _parts(complex_sqrt(_complex(1.0 - x, -y)))
+    c, d = _parts(complex_sqrt(_complex(1.0 + x, y)))
+    return _complex(ew.atan2(x, a * c - b * d), ew.asinh(a * d - b * c))
 
 
 def complex_acos(z):
-    return math.pi / 2 - complex_asin(z)
+    """Kahan: acos z = 2 atan2(Re s, Re t) + i asinh(Im(conj(t) s)), s and t as in asin."""
+    x, y = _parts(z)
+    a, b = _parts(complex_sqrt(_complex(1.0 - x, -y)))
+    c, d = _parts(complex_sqrt(_complex(1.0 + x, y)))
+    return _complex(2.0 * ew.atan2(a, c), ew.asinh(c * b - d * a))
+
+
+def complex_asinh(z):
+    """asinh z = -i asin(i z)."""
+    x, y = _parts(z)
+    u, v = _parts(complex_asin(_complex(-y, x)))
+    return _complex(v, -u)
 
 
 def complex_acosh(z):
-    return complex_log(z + complex_sqrt(z + 1.0) * complex_sqrt(z - 1.0))
+    """Kahan: with s = sqrt(z - 1) and t = sqrt(z + 1),
+    acosh z = asinh(Re(conj(s) t)) + i 2 atan2(Im s, Re t)."""
+    x, y = _parts(z)
+    a, b = _parts(complex_sqrt(_complex(x - 1.0, y)))
+    c, d = _parts(complex_sqrt(_complex(x + 1.0, y)))
+    return _complex(ew.asinh(a * c + b * d), 2.0 * ew.atan2(b, c))
 
 
 def complex_atanh(z):
-    return 0.5 * (complex_log1p(z) - complex_log1p(-z))
+    """atanh z = log1p(4x / ((1 - x)^2 + y^2)) / 4 + i atan2(2y, (1 - x)(1 + x) - y^2) / 2
+    (for |x| > 1/2 the real part as (log((1 + x)^2 + y^2) - log((1 - x)^2 + y^2)) / 4):
+    the real part is +-inf at z = +-1 and the imaginary part keeps the sign of zero (and
+    +-pi/2 on the cuts |x| > 1) as NumPy's."""
+    x, y = _parts(z)
+    one_minus, one_plus = 1.0 - x, 1.0 + x
+    below = one_minus * one_minus + y * y
+    re = 0.25 * ew.log1p(4.0 * x / below)
+    # near z = +-1 the quotient is close to -1 or huge: the logarithms of both squares
+    above = one_plus * one_plus + y * y
+    re = _where(ew.gt(ew.abs(x), full_like(x, 0.5)), 0.25 * (ew.log(above) - ew.log(below)), re)
+    # for large |z| the squares overflow; there Re atanh z = Re(1 / z) = x / |z|^2
+    h = _hypot(x, y)
+    re = _where(ew.gt(h, full_like(h, 1e15)), x / h / h, re)
+    im = 0.5 * ew.atan2(2.0 * y, one_minus * one_plus - y * y)
+    return _complex(re, im)
 
 
 def complex_atan(z):
-    return _times_minus_i(complex_atanh(_times_i(z)))
+    """atan z = -i atanh(i z)."""
+    x, y = _parts(z)
+    u, v = _parts(complex_atanh(_complex(-y, x)))
+    return _complex(v, -u)
 
 
 def complex_functions():
