@@ -683,6 +683,29 @@ def complex_atan(z):
     return _complex(v, -u)
 
 
+def complex_divide(x, y):
+    """x / y by Smith's algorithm with NumPy's case for a zero divisor (its
+    ``nc_divide``: the parts divided by +0, giving NumPy's infinities and NaNs), so compiled
+    complex division rounds as NumPy's.  IREE's own division gives NaN for any z / 0."""
+    a, b = _parts(x)
+    c, d = _parts(y)
+    abs_c, abs_d = ew.abs(c), ew.abs(d)
+    real_larger = ew.ge(abs_c, abs_d)
+    # |c| >= |d|: ratio d / c; else c / d (a zero c and d only reach the first case)
+    safe_c = _where(ew.eq(c, full_like(c, 0)), full_like(c, 1.0), c)
+    safe_d = _where(ew.eq(d, full_like(d, 0)), full_like(d, 1.0), d)
+    ratio = d / safe_c
+    scale = 1.0 / (c + d * ratio)
+    re_first, im_first = (a + b * ratio) * scale, (b - a * ratio) * scale
+    ratio = c / safe_d
+    scale = 1.0 / (d + c * ratio)
+    re_second, im_second = (a * ratio + b) * scale, (b * ratio - a) * scale
+    zero = ew.eq(abs_c, full_like(c, 0)) & ew.eq(abs_d, full_like(d, 0))
+    re = _where(real_larger, _where(zero, a / abs_c, re_first), re_second)
+    im = _where(real_larger, _where(zero, b / abs_c, im_first), im_second)
+    return _complex(re, im)
+
+
 def complex_functions():
     """{primitive: its complex composition}, for the lowering table."""
     return {

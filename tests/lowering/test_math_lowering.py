@@ -140,6 +140,26 @@ def test_complex_inverse_functions_take_numpys_side_of_branch_cuts(dtype):
             assert not (zero & flipped).any(), f"{name}: sign of zero at {x[zero & flipped]}"
 
 
+@pytest.mark.parametrize("dtype", COMPLEX, ids=lambda d: d.name)
+def test_complex_division_matches_numpy_for_zeros_and_infinities(dtype):
+    # Smith's algorithm with NumPy's zero-divisor case; IREE's own gave NaN for any z / 0
+    parts = [0.0, -0.0, 1.0, -2.5, 3e-30, 1e30, math.inf, -math.inf, math.nan]
+    re, im = np.meshgrid(parts, parts)
+    z = np.empty(re.size, dtype)
+    z.real, z.imag = re.ravel(), im.ravel()
+    x, y = (v.ravel() for v in np.meshgrid(z, z))
+    got = np.asarray(fg.jit(lambda a, b: a / b)(fg.tensor(x), fg.tensor(y)))
+    with np.errstate(all="ignore"):
+        want = x / y
+    rtol = TOLERANCE[dtype][0]
+    for part in (np.real, np.imag):
+        g, w = part(got), part(want)
+        with np.errstate(all="ignore"):
+            close = (g == w) | (np.isnan(g) & np.isnan(w)) | (np.abs(g - w) <= rtol * np.abs(want))
+        assert close.all(), (f"{x[~close][:3]} / {y[~close][:3]}: compiled {got[~close][:3]} "
+                             f"!= NumPy {want[~close][:3]}")
+
+
 def _pairs(dtype):
     if dtypes.is_complex(dtype):
         values = np.array([0.5, -1.0, 2.0 + 1j, 1e-3 - 0.5j, -3.0 + 2j, 1.5j], dtype=dtype)
@@ -212,7 +232,7 @@ def test_power_with_tensor_exponents_follows_c_pow(dtype):
     got = np.asarray(fg.jit(lambda a, b: a ** b)(fg.tensor(x), fg.tensor(y)))
     np.testing.assert_allclose(got, want, rtol=2e-3 if dtype == np.float16 else 1e-6)
     same_sign = np.isnan(want) | (np.signbit(got) == np.signbit(want))
-    assert same_sign.all(), list(zip(x[~same_sign], y[~same_sign]))
+    assert same_sign.all(), list(zip(x[~same_sign], y[~same_sign], strict=True))
     integer_exponents = fg.tensor(np.array([2, 0, 0, 3, 2], np.int32))
     base = fg.tensor(np.array([-3.0, -1.0, 0.0, -2.0, -np.inf], dtype))
     np.testing.assert_allclose(fg.jit(lambda a, b: a ** b)(base, integer_exponents),

@@ -511,7 +511,8 @@ def _select_n_jvp(primals, tangents, **params):
     case_tangents = tangents[1:]
     if all(t is None for t in case_tangents):
         return out, None
-    filled = [zeros_like_value(c) if t is None else t for c, t in zip(cases, case_tangents, strict=False)]
+    filled = [zeros_like_value(c) if t is None else t
+              for c, t in zip(cases, case_tangents, strict=False)]
     return out, select_n(which, *filled)
 
 
@@ -835,6 +836,8 @@ def _declare_math_fallbacks():
     for prim, function in math64.complex_functions().items():
         prim.lower = math64.rules_for_dtype(prim.lower, {
             dtypes.complex128: rules.via(function), dtypes.complex64: rules.via(function)})
+    div_p.lower = math64.rules_for_dtype(div_p.lower, {
+        d: rules.via(math64.complex_divide) for d in (dtypes.complex64, dtypes.complex128)})
     sign_p.lower = math64.rules_for_dtype(sign_p.lower, {
         d: rules.via(math64.unsigned_sign) for d in (np.uint8, np.uint16, np.uint32,
                                                       np.uint64)})
