@@ -627,24 +627,37 @@ def complex_asin(z):
     s = sqrt(1 - z) and t = sqrt(1 + z), asin z = atan2(x, Re(s t)) + i asinh(Im(conj(s) t)).
     Both square roots take the sign of zero imaginary parts into account, so points on the
     cuts (|x| > 1, y = +-0) land on NumPy's side."""
+    x, _ = _parts(z)
+    a, b, c, d = _kahan_roots(z)
+    return _complex(ew.atan2(x, a * c - b * d), ew.asinh(a * d - b * c))
+
+
+def _kahan_roots(z):
+    """The parts ``(a, b, c, d)`` of ``s = sqrt(1 - z) = a + ib`` and
+    ``t = sqrt(1 + z) = c + id``, with ``1 - z`` taken as ``(1 - x) - iy`` so that the
+    sign of a zero imaginary part survives."""
     x, y = _parts(z)
     a, b = _parts(complex_sqrt(_complex(1.0 - x, -y)))
     c, d = _parts(complex_sqrt(_complex(1.0 + x, y)))
-    return _complex(ew.atan2(x, a * c - b * d), ew.asinh(a * d - b * c))
+    return a, b, c, d
 
 
 def complex_acos(z):
     """Kahan: acos z = 2 atan2(Re s, Re t) + i asinh(Im(conj(t) s)), s and t as in asin."""
-    x, y = _parts(z)
-    a, b = _parts(complex_sqrt(_complex(1.0 - x, -y)))
-    c, d = _parts(complex_sqrt(_complex(1.0 + x, y)))
+    a, b, c, d = _kahan_roots(z)
     return _complex(2.0 * ew.atan2(a, c), ew.asinh(c * b - d * a))
 
 
 def complex_asinh(z):
     """asinh z = -i asin(i z)."""
+    return _rotated(complex_asin, z)
+
+
+def _rotated(function, z):
+    """-i function(i z), with the parts swapped and negated exactly (no multiplications
+    that would turn a -0 into a +0)."""
     x, y = _parts(z)
-    u, v = _parts(complex_asin(_complex(-y, x)))
+    u, v = _parts(function(_complex(-y, x)))
     return _complex(v, -u)
 
 
@@ -678,9 +691,7 @@ def complex_atanh(z):
 
 def complex_atan(z):
     """atan z = -i atanh(i z)."""
-    x, y = _parts(z)
-    u, v = _parts(complex_atanh(_complex(-y, x)))
-    return _complex(v, -u)
+    return _rotated(complex_atanh, z)
 
 
 def complex_divide(x, y):
@@ -692,15 +703,14 @@ def complex_divide(x, y):
     abs_c, abs_d = ew.abs(c), ew.abs(d)
     real_larger = ew.ge(abs_c, abs_d)
     # |c| >= |d|: ratio d / c; else c / d (a zero c and d only reach the first case)
-    safe_c = _where(ew.eq(c, full_like(c, 0)), full_like(c, 1.0), c)
-    safe_d = _where(ew.eq(d, full_like(d, 0)), full_like(d, 1.0), d)
-    ratio = d / safe_c
+    c_zero, d_zero = ew.eq(c, full_like(c, 0)), ew.eq(d, full_like(d, 0))
+    ratio = d / _where(c_zero, 1.0, c)
     scale = 1.0 / (c + d * ratio)
     re_first, im_first = (a + b * ratio) * scale, (b - a * ratio) * scale
-    ratio = c / safe_d
+    ratio = c / _where(d_zero, 1.0, d)
     scale = 1.0 / (d + c * ratio)
     re_second, im_second = (a * ratio + b) * scale, (b * ratio - a) * scale
-    zero = ew.eq(abs_c, full_like(c, 0)) & ew.eq(abs_d, full_like(d, 0))
+    zero = c_zero & d_zero
     re = _where(real_larger, _where(zero, a / abs_c, re_first), re_second)
     im = _where(real_larger, _where(zero, b / abs_c, im_first), im_second)
     return _complex(re, im)

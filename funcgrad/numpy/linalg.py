@@ -151,6 +151,8 @@ def _det(a):
 @_det.defjvp
 def _det_jvp(primals, tangents):
     (a,), (t,) = primals, tangents
+    # the primal through _det again (not from the cofactors' LU): differentiating this rule
+    # once more then differentiates det by this rule too
     return _det(a), _reductions.sum(_cofactors(a) * t, axis=(-2, -1))
 
 
@@ -166,15 +168,16 @@ def _cofactors(a):
     lu, _, perm = factors
     parity, diag = _lu_sign_and_diagonal(a, factors)
     zero = diag == 0
+    indicator = zero.astype(a.dtype)
     count = _reductions.sum(zero.astype(np.int32), axis=-1)[..., None, None]
     ones = _creation.ones_like(diag)
     pivots = _elementwise.where(zero, ones, diag)
     product = _reductions.prod(pivots, axis=-1)[..., None, None]
     eye = broadcast_to(_creation.eye(n, dtype=a.dtype), a.shape)
     upper = _elementwise.add(_shape.triu(lu),
-                             _elementwise.multiply(eye, zero.astype(a.dtype)[..., None, :]))
+                             _elementwise.multiply(eye, indicator[..., None, :]))
     inv_upper = lax_linalg.triangular_solve(upper, eye, left_side=True, lower=False)
-    e = zero.astype(a.dtype)[..., :, None]
+    e = indicator[..., :, None]
     rank_one = matmul(matmul(inv_upper, e), matmul(_shape.swapaxes(e, -1, -2), inv_upper))
     adj_upper = _elementwise.where(count == 0, inv_upper,
                                    _elementwise.where(count == 1, rank_one,
