@@ -514,6 +514,14 @@ def _hypot(a, b):
     return _where(ew.eq(big, inf), inf, out)
 
 
+def complex_abs(z):
+    """|z| as NumPy: no overflow or underflow in the squares; inf when either part is
+    infinite, even if the other is NaN."""
+    a, b = ew.abs(ew.real(z)), ew.abs(ew.imag(z))
+    inf = full_like(a, math.inf)
+    return _where(ew.eq(a, inf) | ew.eq(b, inf), inf, _hypot(a, b))
+
+
 def complex_exp(z):
     a, b = _parts(z)
     e = ew.exp(a)

@@ -183,8 +183,6 @@ def abs(x):  # noqa: A001  (NumPy's name)
     x = asarray(x)
     if x.dtype.kind == "b":
         return x
-    if dtypes.is_complex(x.dtype):
-        return sqrt(real(x) * real(x) + imag(x) * imag(x))  # noqa: F821
     return apply_elementwise("abs", ew.abs_p, x)
 
 

@@ -96,6 +96,17 @@ def test_complex_unary():
     _check(fnp.imag(fg.tensor([1.0, 2.0])), np.zeros(2, np.float32))
 
 
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
+def test_complex_abs_neither_overflows_nor_underflows(dtype):
+    big = np.finfo(np.float32 if dtype == np.complex64 else np.float64).max / 2
+    z = np.array([big + big * 1j, 1e-30 + 1e-30j, 3 - 4j, complex(np.inf, np.nan),
+                  complex(np.nan, -np.inf), complex(np.nan, 1), 0j], dtype)
+    for fn in (fnp.abs, fg.jit(fnp.abs)):
+        out = fn(fg.tensor(z))
+        assert out.dtype == np.abs(z).dtype
+        np.testing.assert_allclose(out.numpy(), np.abs(z), rtol=1e-6)
+
+
 def test_special_values():
     x = np.array([np.inf, -np.inf, np.nan, 0.0, -0.0, 1.0])
     t = fg.tensor(x)

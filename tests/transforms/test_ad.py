@@ -154,6 +154,29 @@ def test_abs_gradient_is_sign():
     np.testing.assert_allclose(fg.grad(lambda x: fnp.abs(x).sum())(x).numpy(), [-1, 1, -1])
 
 
+@pytest.mark.parametrize("wrap", [lambda f: f, fg.jit], ids=["eager", "jit"])
+def test_abs_gradient_at_zero_is_one_as_jax(wrap):
+    # JAX's rule: select(x >= 0, g, -g), so both zeros get +1 (PyTorch gives 0)
+    x = t64([0.0, -0.0, -2.0])
+    np.testing.assert_array_equal(wrap(fg.grad(lambda x: fnp.abs(x).sum()))(x).numpy(),
+                                  [1.0, 1.0, -1.0])
+    np.testing.assert_array_equal(fg.jacfwd(fnp.abs)(x).numpy(), np.diag([1.0, 1.0, -1.0]))
+
+
+@pytest.mark.parametrize("wrap", [lambda f: f, fg.jit], ids=["eager", "jit"])
+def test_complex_abs_derivatives(wrap):
+    z = np.array([3 + 4j, -1e20 + 1e20j, 1e-25 - 2e-25j, 0j], np.complex64)
+    g = wrap(fg.grad(lambda z: fnp.abs(z).sum()))(fg.tensor(z)).numpy()
+    # the gradient of |z| in JAX's convention is conj(z) / |z|, and 0 at z = 0
+    magnitude = np.abs(z.astype(np.complex128))
+    expected = np.where(magnitude == 0, 0, np.conj(z) / np.where(magnitude == 0, 1, magnitude))
+    np.testing.assert_allclose(g, expected, rtol=1e-6)
+    # d|z| along t is re(conj(z) t) / |z|
+    out, tangent = fg.jvp(fnp.abs, (fg.tensor(np.complex128(3 + 4j)),),
+                          (fg.tensor(np.complex128(1 + 2j)),))
+    assert out.dtype == fg.float64 and float(tangent) == pytest.approx(11 / 5)
+
+
 def test_convert_element_type_float32_grad():
     x = fg.tensor(np.array([1.0, 2.0], np.float32))
     g = fg.grad(lambda x: (x.astype(fnp.float64) ** 2).sum())(x)

@@ -60,12 +60,12 @@ def _dtype_in(dtype, kinds) -> bool:
     return kind in kinds
 
 
-def _elementwise_rule(name, kinds, out_dtype):
+def _elementwise_rule(name, kinds, out_dtype, keeps_weak):
     def rule(*avals, **params):
         first = _same_shape_and_dtype(name, avals)
         _check_kind(name, first.dtype, kinds)
         dtype = first.dtype if out_dtype is None else out_dtype(first.dtype)
-        weak = all(a.weak_type for a in avals) and out_dtype is None
+        weak = all(a.weak_type for a in avals) and keeps_weak
         return ShapedArray(first.shape, dtype, weak)
 
     return rule
@@ -98,11 +98,15 @@ INTEGRAL = INT + UINT + BOOL
 ANY = NUMBER + BOOL
 
 
-def _declare(name, impl, arity, kinds, out_dtype=None, *, linear=False, differentiable=True):
-    prim = Primitive(name, linear=linear, keeps_weak=out_dtype is None,
+def _declare(name, impl, arity, kinds, out_dtype=None, *, linear=False, differentiable=True,
+             keeps_weak=None):
+    """``keeps_weak``: a weakly typed operand gives a weakly typed result (by default when
+    the output dtype is the operands')."""
+    keeps_weak = out_dtype is None if keeps_weak is None else keeps_weak
+    prim = Primitive(name, linear=linear, keeps_weak=keeps_weak,
                      differentiable=differentiable)
     prim.impl = impl
-    prim.abstract_eval = _elementwise_rule(name, kinds, out_dtype)
+    prim.abstract_eval = _elementwise_rule(name, kinds, out_dtype, keeps_weak)
     prim.batch = _elementwise_batch(prim)
     prim.arity = arity
     return prim
@@ -131,13 +135,13 @@ def _zero_jvp(prim):
     return jvp
 
 
-def unary(name, impl, kinds, jvp=None, *, out_dtype=None, linear=False):
+def unary(name, impl, kinds, jvp=None, *, out_dtype=None, linear=False, keeps_weak=None):
     """Declare a one-operand elementwise primitive; ``jvp(g, x, out)`` its derivative.
 
     ``jvp="zero"`` marks a piecewise-constant op (floor, sign): its tangent is zero.
     """
     prim = _declare(name, impl, 1, kinds, out_dtype, linear=linear,
-                    differentiable=jvp is not None)
+                    differentiable=jvp is not None, keeps_weak=keeps_weak)
     if jvp == "zero" or jvp is None:
         prim.jvp = _zero_jvp(prim)
     else:
@@ -339,7 +343,18 @@ atanh_p = unary("atanh", _quiet(np.arctanh), INEXACT, lambda g, x, out: g / (1 -
 sqrt_p = unary("sqrt", _quiet(np.sqrt), INEXACT, lambda g, x, out: g / (out * 2))
 rsqrt_p = unary("rsqrt", _quiet(lambda x: (1 / np.sqrt(x)).astype(x.dtype)), INEXACT,
                 lambda g, x, out: g * out / x * -0.5)
-abs_p = unary("abs", np.abs, NUMBER, lambda g, x, out: g * sign(x), out_dtype=None)
+
+
+def _abs_jvp(g, x, out):
+    """As JAX: +g at x = 0 (and -0.0), so that grad(abs)(0.) is 1; for complex x the
+    tangent is re(g conj(x)) / |x|, 0 at x = 0."""
+    if dtypes.is_complex(x.dtype):
+        return real(g * conj(x) / convert_element_type(_where_zero(out, 1.0, out), x.dtype))
+    return select_n(ge(x, zeros_like_value(x)), -g, g)
+
+
+# complex magnitudes are real; a weak operand (a Python scalar) keeps its weak type
+abs_p = unary("abs", np.abs, NUMBER, _abs_jvp, out_dtype=_to_real, keeps_weak=True)
 erf_p = unary("erf", _erf_impl, FLOAT,
               lambda g, x, out: g * (2 / math.sqrt(math.pi)) * exp(-(x * x)))
 erf_inv_p = unary("erf_inv", _erf_inv_impl, FLOAT,
@@ -842,7 +857,8 @@ def _declare_math_fallbacks():
         d: rules.via(math64.unsigned_sign) for d in (np.uint8, np.uint16, np.uint32,
                                                       np.uint64)})
     abs_p.lower = math64.rules_for_dtype(abs_p.lower, {
-        d: rules.via(lambda x: x) for d in (np.uint8, np.uint16, np.uint32, np.uint64)})
+        **{d: rules.via(lambda x: x) for d in (np.uint8, np.uint16, np.uint32, np.uint64)},
+        **{d: rules.via(math64.complex_abs) for d in (dtypes.complex64, dtypes.complex128)}})
     is_finite_p.lower = math64.rules_for_dtype(is_finite_p.lower, {
         d: rules.via(math64.complex_is_finite) for d in (dtypes.complex64,
                                                          dtypes.complex128)})
