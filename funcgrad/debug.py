@@ -53,7 +53,10 @@ def _debug_print_batch(axis_size, args, dims, *, fmt, tree, batched):
 
     if any(batched):
         raise NotImplementedError("debug.print under nested vmap prints the outer batch only")
-    moved = [a if d is None else (a if d == 0 else moveaxis(a, d, 0)) for a, d in zip(args, dims, strict=False)]
+    moved = [
+        a if d is None else (a if d == 0 else moveaxis(a, d, 0))
+        for a, d in zip(args, dims, strict=False)
+    ]
     debug_print_p.bind(*moved, fmt=fmt, tree=tree, batched=tuple(d is not None for d in dims))
     return [], []
 

@@ -117,7 +117,8 @@ def canonicalize(dtype) -> np.dtype:
         as_np = None
     if as_np is None or as_np not in _DTYPE_SET:
         raise ValueError(
-            f"unsupported dtype {dtype!r}; valid dtypes are: {', '.join(d.name for d in SUPPORTED)}")
+            f"unsupported dtype {dtype!r}; valid dtypes are: {', '.join(d.name for d in SUPPORTED)}"
+        )
     return as_np
 
 
@@ -131,7 +132,13 @@ def lattice_node(dtype: np.dtype, weak: bool):
     return _WEAK_KIND[dtype.kind]
 
 
-_WEAK_KIND = {"i": _WEAK_INT, "u": _WEAK_INT, "f": _WEAK_FLOAT, "c": _WEAK_COMPLEX, "V": _WEAK_FLOAT}
+_WEAK_KIND = {
+    "i": _WEAK_INT,
+    "u": _WEAK_INT,
+    "f": _WEAK_FLOAT,
+    "c": _WEAK_COMPLEX,
+    "V": _WEAK_FLOAT,
+}
 
 
 @functools.lru_cache(maxsize=4096)

@@ -262,7 +262,9 @@ def _list_to_array(data, keep_default: bool = True) -> np.ndarray:
     if arr.dtype.kind in "US":
         raise TypeError("fg.tensor: strings cannot be converted to a tensor")
     if keep_default and _only_python_scalars(data):
-        default = {"f": dtypes.float32, "i": dtypes.int32, "c": dtypes.complex64}.get(arr.dtype.kind)
+        default = {"f": dtypes.float32, "i": dtypes.int32, "c": dtypes.complex64}.get(
+            arr.dtype.kind
+        )
         if default is not None and arr.dtype != default:
             if arr.dtype.kind == "i" and arr.size and (
                     arr.max() > np.iinfo(np.int32).max or arr.min() < np.iinfo(np.int32).min):

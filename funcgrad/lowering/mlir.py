@@ -100,10 +100,14 @@ class LoweringContext:
         aval = ShapedArray(array.shape, array.dtype)
         tensor_type = self.tensor_type(aval)
         if array.dtype == np.bool_:
-            attr = ir.DenseElementsAttr.get(np.packbits(array, bitorder="little"),
-                                            type=tensor_type) if array.size > 1 else \
-                ir.DenseElementsAttr.get_splat(
-                    tensor_type, ir.BoolAttr.get(bool(array.reshape(-1)[0]) if array.size else False))
+            attr = (
+                ir.DenseElementsAttr.get(np.packbits(array, bitorder="little"), type=tensor_type)
+                if array.size > 1
+                else ir.DenseElementsAttr.get_splat(
+                    tensor_type,
+                    ir.BoolAttr.get(bool(array.reshape(-1)[0]) if array.size else False),
+                )
+            )
         elif array.dtype == dtypes.bfloat16:
             attr = ir.DenseElementsAttr.get(np.ascontiguousarray(array).view(np.uint16),
                                             type=tensor_type)

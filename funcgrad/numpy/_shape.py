@@ -261,7 +261,10 @@ def split(x, indices_or_sections, axis: int = 0):
         # NumPy slices x[lo:hi] between the indices, so negative ones count from the end
         bounds = [0, *[builtins.min(builtins.max(int(i) + n if int(i) < 0 else int(i), 0), n)
                        for i in indices_or_sections], n]
-    return [_take_range(x, axis, lo, builtins.max(lo, hi)) for lo, hi in zip(bounds, bounds[1:], strict=False)]
+    return [
+        _take_range(x, axis, lo, builtins.max(lo, hi))
+        for lo, hi in zip(bounds, bounds[1:], strict=False)
+    ]
 
 
 def array_split(x, sections: int, axis: int = 0):

@@ -8,9 +8,9 @@ from funcgrad.core import dtypes
 from funcgrad.core import interpreter as _interp
 from funcgrad.core.abstract import ShapedArray
 from funcgrad.core.config import config
+from funcgrad.core.interpreter import Tracer
 from funcgrad.core.prims import elementwise as ew
 from funcgrad.core.prims.structural import broadcast_in_dim
-from funcgrad.core.interpreter import Tracer
 from funcgrad.core.tensor import Tensor, to_numpy_array, wrap
 
 _SCALARS = (bool, int, float, complex)

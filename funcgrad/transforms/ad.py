@@ -247,7 +247,11 @@ def backward_pass(ir: IR, cotangents, inputs=None):
         if any(v in linear for v in eqn.inputs if not isinstance(v, Literal)):
             linear.update(eqn.outputs)
     env = dict(zip(ir.const_vars, ir.consts, strict=False))
-    env.update((v, x) for v, x in zip(ir.in_vars, inputs, strict=False) if not isinstance(x, UndefinedPrimal))
+    env.update(
+        (v, x)
+        for v, x in zip(ir.in_vars, inputs, strict=False)
+        if not isinstance(x, UndefinedPrimal)
+    )
     # forward-evaluate the non-linear equations (work on residuals only)
     for eqn in ir.equations:
         if not any(v in linear for v in eqn.inputs if not isinstance(v, Literal)):

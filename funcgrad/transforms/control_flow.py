@@ -121,7 +121,9 @@ def _to_front(x, dim, axis_size):
 
 
 def _instantiate(values, avals):
-    return [zeros_for(a.strip_weak()) if v is None else v for v, a in zip(values, avals, strict=False)]
+    return [
+        zeros_for(a.strip_weak()) if v is None else v for v, a in zip(values, avals, strict=False)
+    ]
 
 
 def _strong(aval: ShapedArray) -> ShapedArray:
@@ -266,15 +268,22 @@ def _cond_jvp(primals, tangents, *, branches):
     new = [jvp_ir(b, nonzero, instantiate) for b in branches]
     out_nonzero = new[0][1]
     n_out = len(branches[0].outputs)
-    outs = cond_p.bind(index, *args, *[t for t, nz in zip(arg_tangents, nonzero, strict=False) if nz],
-                       branches=tuple(ir for ir, _ in new))
+    outs = cond_p.bind(
+        index,
+        *args,
+        *[t for t, nz in zip(arg_tangents, nonzero, strict=False) if nz],
+        branches=tuple(ir for ir, _ in new),
+    )
     it = iter(outs[n_out:])
     return outs[:n_out], [next(it) if nz else None for nz in out_nonzero]
 
 
 def _cond_batch(axis_size, args, dims, *, branches):
     index, index_dim = args[0], dims[0]
-    ops = [_to_front(a, d, axis_size) if d is not None else a for a, d in zip(args[1:], dims[1:], strict=False)]
+    ops = [
+        _to_front(a, d, axis_size) if d is not None else a
+        for a, d in zip(args[1:], dims[1:], strict=False)
+    ]
     batched = [d is not None for d in dims[1:]]
     if index_dim is None:
         first = [batch_ir(b, axis_size, batched, instantiate=False)[1] for b in branches]
@@ -516,8 +525,12 @@ def _scan_impl(*args, body, num_consts, num_carry, length, reverse):
     if reverse:
         ys_steps.reverse()
     y_avals = body.out_avals[num_carry:]
-    ys = [np.stack(col) if ys_steps else np.zeros((0, *a.shape), a.dtype)
-          for col, a in zip(zip(*ys_steps, strict=False) if ys_steps else [()] * len(y_avals), y_avals, strict=False)]
+    ys = [
+        np.stack(col) if ys_steps else np.zeros((0, *a.shape), a.dtype)
+        for col, a in zip(
+            zip(*ys_steps, strict=False) if ys_steps else [()] * len(y_avals), y_avals, strict=False
+        )
+    ]
     return [c._buf for c in carry] + ys
 
 
@@ -531,7 +544,9 @@ def _scan_jvp(primals, tangents, *, body, num_consts, num_carry, length, reverse
                                          num_carry)
     n_y = len(body.outputs) - num_carry
     carry_avals = body.in_avals[num_consts:num_consts + num_carry]
-    carry_nz = [nz and dtypes.is_inexact(a.dtype) for nz, a in zip(carry_nz, carry_avals, strict=False)]
+    carry_nz = [
+        nz and dtypes.is_inexact(a.dtype) for nz, a in zip(carry_nz, carry_avals, strict=False)
+    ]
     while True:
         _, out_nz = jvp_ir(body, consts_nz + carry_nz + xs_nz,
                            instantiate=carry_nz + [False] * n_y)
@@ -590,9 +605,18 @@ def _scan_batch(axis_size, args, dims, *, body, num_consts, num_carry, length, r
     new_body, out_b = batch_ir(body, axis_size, consts_b + carry_b + xs_b,
                                instantiate=carry_b + [False] * n_y)
     consts, carry, xs = _split3(list(args), num_consts, num_carry)
-    consts = [_to_front(c, d, axis_size) if d is not None else c for c, d in zip(consts, consts_d, strict=False)]
-    carry = [_to_front(c, d, axis_size) if b else c for c, d, b in zip(carry, carry_d, carry_b, strict=False)]
-    xs = [(x if d == 1 else moveaxis(x, d, 1)) if d is not None else x for x, d in zip(xs, xs_d, strict=False)]
+    consts = [
+        _to_front(c, d, axis_size) if d is not None else c
+        for c, d in zip(consts, consts_d, strict=False)
+    ]
+    carry = [
+        _to_front(c, d, axis_size) if b else c
+        for c, d, b in zip(carry, carry_d, carry_b, strict=False)
+    ]
+    xs = [
+        (x if d == 1 else moveaxis(x, d, 1)) if d is not None else x
+        for x, d in zip(xs, xs_d, strict=False)
+    ]
     outs = scan_p.bind(*consts, *carry, *xs, body=new_body, num_consts=num_consts,
                        num_carry=num_carry, length=length, reverse=reverse)
     out_dims = [0 if b else None for b in carry_b] + [1 if b else None for b in out_b[num_carry:]]
@@ -774,7 +798,10 @@ def while_loop(cond_fun, body_fun, init_val):
     if [(a.shape, a.dtype) for a in got] != [(a.shape, a.dtype) for a in avals]:
         raise TypeError(f"while_loop: body_fun returns {_typestr(got)} but the loop value has "
                         f"types {_typestr(avals)}")
-    init = [ew.convert_element_type(x, a.dtype) if x.weak_type else x for x, a in zip(flat, avals, strict=False)]
+    init = [
+        ew.convert_element_type(x, a.dtype) if x.weak_type else x
+        for x, a in zip(flat, avals, strict=False)
+    ]
     outs = while_p.bind(*cond_consts, *body_consts, *init, cond_ir=cond_ir, body_ir=body_ir,
                         cond_nconsts=len(cond_consts), body_nconsts=len(body_consts))
     return tree_unflatten(tree, outs)
@@ -797,7 +824,10 @@ def _while_jvp(primals, tangents, *, cond_ir, body_ir, cond_nconsts, body_nconst
     _, bc_t, carry_t = _split3(list(tangents), cond_nconsts, body_nconsts)
     bc_nz = [t is not None for t in bc_t]
     carry_avals = body_ir.out_avals
-    carry_nz = [t is not None and dtypes.is_inexact(a.dtype) for t, a in zip(carry_t, carry_avals, strict=False)]
+    carry_nz = [
+        t is not None and dtypes.is_inexact(a.dtype)
+        for t, a in zip(carry_t, carry_avals, strict=False)
+    ]
     while True:
         _, out_nz = jvp_ir(body_ir, bc_nz + carry_nz, instantiate=carry_nz)
         new = [a or b for a, b in zip(carry_nz, out_nz, strict=False)]
@@ -838,9 +868,16 @@ def _while_batch(axis_size, args, dims, *, cond_ir, body_ir, cond_nconsts, body_
         carry_b = new
     new_body, _ = batch_ir(body_ir, axis_size, bc_b + carry_b, instantiate=carry_b)
     new_cond, (pred_b,) = batch_ir(cond_ir, axis_size, cc_b + carry_b, instantiate=False)
-    cc = [_to_front(c, d, axis_size) if d is not None else c for c, d in zip(cc, cc_d, strict=False)]
-    bc = [_to_front(c, d, axis_size) if d is not None else c for c, d in zip(bc, bc_d, strict=False)]
-    carry = [_to_front(c, d, axis_size) if b else c for c, d, b in zip(carry, carry_d, carry_b, strict=False)]
+    cc = [
+        _to_front(c, d, axis_size) if d is not None else c for c, d in zip(cc, cc_d, strict=False)
+    ]
+    bc = [
+        _to_front(c, d, axis_size) if d is not None else c for c, d in zip(bc, bc_d, strict=False)
+    ]
+    carry = [
+        _to_front(c, d, axis_size) if b else c
+        for c, d, b in zip(carry, carry_d, carry_b, strict=False)
+    ]
     if not pred_b:
         outs = while_p.bind(*cc, *bc, *carry, cond_ir=new_cond, body_ir=new_body,
                             cond_nconsts=len(cc), body_nconsts=len(bc))

@@ -202,7 +202,9 @@ def _custom_jvp_call_jvp(primals, tangents, *, call, jvp, num_consts):
 def _custom_jvp_call_batch(axis_size, args, dims, *, call, jvp, num_consts):
     from funcgrad.transforms.batching import vmap
 
-    moved = [_to_front(a, d, axis_size) if d is not None else a for a, d in zip(args, dims, strict=False)]
+    moved = [
+        _to_front(a, d, axis_size) if d is not None else a for a, d in zip(args, dims, strict=False)
+    ]
     batched = [d is not None for d in dims]
     new_call, _ = batch_ir(call, axis_size, batched, instantiate=True)
     arg_axes = [0 if b else None for b in batched[num_consts:]]
@@ -305,7 +307,9 @@ def _custom_vjp_call_jvp(primals, tangents, *, call, fwd, bwd, num_consts):
     out_avals = tuple(aval_of(o).strip_weak() for o in outs)
     lin = custom_lin_p.bind(*res, *arg_tangents, num_res=len(res), bwd=bwd, res_tree=res_tree,
                             out_avals=out_avals)
-    return outs, [t if dtypes.is_inexact(a.dtype) else None for t, a in zip(lin, out_avals, strict=False)]
+    return outs, [
+        t if dtypes.is_inexact(a.dtype) else None for t, a in zip(lin, out_avals, strict=False)
+    ]
 
 
 def _custom_vjp_call_batch(axis_size, args, dims, *, call, fwd, bwd, num_consts):
@@ -364,10 +368,16 @@ def _custom_lin_batch(axis_size, args, dims, *, num_res, bwd, res_tree, out_aval
 
 custom_lin_p.impl = _custom_lin_impl
 custom_lin_p.abstract_eval = lambda *args, out_avals, **_: list(out_avals)
-custom_lin_p.jvp = lambda primals, tangents, **p: (custom_lin_p.bind(*primals, **p),
-                                                   custom_lin_p.bind(*[
-                                                       zeros_for(aval_of(x)) if t is None else t
-                                                       for x, t in zip(primals, tangents, strict=False)], **p))
+custom_lin_p.jvp = lambda primals, tangents, **p: (
+    custom_lin_p.bind(*primals, **p),
+    custom_lin_p.bind(
+        *[
+            zeros_for(aval_of(x)) if t is None else t
+            for x, t in zip(primals, tangents, strict=False)
+        ],
+        **p,
+    ),
+)
 custom_lin_p.transpose = _custom_lin_transpose
 custom_lin_p.batch = _custom_lin_batch
 
@@ -424,7 +434,9 @@ def _checkpoint_jvp(primals, tangents, *, call):
 
 
 def _checkpoint_batch(axis_size, args, dims, *, call):
-    moved = [_to_front(a, d, axis_size) if d is not None else a for a, d in zip(args, dims, strict=False)]
+    moved = [
+        _to_front(a, d, axis_size) if d is not None else a for a, d in zip(args, dims, strict=False)
+    ]
     new, out_batched = batch_ir(call, axis_size, [d is not None for d in dims],
                                 instantiate=False)
     outs = checkpoint_p.bind(*moved, call=new)
@@ -443,7 +455,9 @@ def _checkpoint_partial_eval(trace, args, params):
     from funcgrad.transforms.control_flow import _select_outputs
 
     recompute = _select_outputs(call, out_unknowns)
-    unknown_avals = [a.strip_weak() for a, u in zip(call.out_avals, out_unknowns, strict=False) if u]
+    unknown_avals = [
+        a.strip_weak() for a, u in zip(call.out_avals, out_unknowns, strict=False) if u
+    ]
     unknown_outs = trace.stage(checkpoint_p, list(args), dict(call=recompute), unknown_avals)
     known_it, unknown_it = iter(known_outs), iter(unknown_outs)
     return [next(unknown_it) if u else next(known_it) for u in out_unknowns]
@@ -451,7 +465,10 @@ def _checkpoint_partial_eval(trace, args, params):
 
 def _checkpoint_transpose(cts, *args, call):
     linear = [isinstance(a, UndefinedPrimal) for a in args]
-    cts = [zeros_for(a.strip_weak()) if c is None else c for c, a in zip(cts, call.out_avals, strict=False)]
+    cts = [
+        zeros_for(a.strip_weak()) if c is None else c
+        for c, a in zip(cts, call.out_avals, strict=False)
+    ]
     t_ir = transpose_ir(call, linear)
     res = [a for a in args if not isinstance(a, UndefinedPrimal)]
     outs = iter(eval_ir(t_ir, *res, *cts))

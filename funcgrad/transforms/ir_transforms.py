@@ -40,7 +40,9 @@ def jvp_ir(ir: IR, nonzero, instantiate=True):
         primals, it = list(args[:n]), iter(args[n:])
         tangents = [next(it) if nz else None for nz in nonzero]
         outs, out_tangents = _jvp_flat(lambda *xs: eval_ir(ir, *xs), primals, tangents)
-        out_nonzero[:] = [t is not None or inst for t, inst in zip(out_tangents, instantiate, strict=False)]
+        out_nonzero[:] = [
+            t is not None or inst for t, inst in zip(out_tangents, instantiate, strict=False)
+        ]
         filled = [zeros_for(o.aval.strip_weak()) if t is None else t
                   for o, t, keep in zip(outs, out_tangents, out_nonzero, strict=False) if keep]
         return list(outs) + filled
@@ -65,7 +67,9 @@ def batch_ir(ir: IR, axis_size: int, batched, instantiate=True):
         interp = BatchInterpreter(_interp.current(), axis_size)
         try:
             with _interp.using(interp):
-                ins = [interp.lift(a, 0 if b else None) for a, b in zip(args, batched, strict=False)]
+                ins = [
+                    interp.lift(a, 0 if b else None) for a, b in zip(args, batched, strict=False)
+                ]
                 outs = eval_ir(ir, *ins)
             pairs = [interp.unpack(o) for o in outs]
         finally:
@@ -102,9 +106,13 @@ def partial_eval_ir(ir: IR, unknowns, instantiate=False):
     unknowns = list(unknowns)
     instantiate = _expand(instantiate, len(ir.outputs))
     known_tracer = TraceInterpreter(_interp.current(), name="partial_eval")
-    known_args = [known_tracer.new_arg(v.aval) for v, u in zip(ir.in_vars, unknowns, strict=False) if not u]
+    known_args = [
+        known_tracer.new_arg(v.aval) for v, u in zip(ir.in_vars, unknowns, strict=False) if not u
+    ]
     unknown_tracer = TraceInterpreter(known_tracer, stage_all=False, name="partial_eval")
-    unknown_args = [unknown_tracer.new_arg(v.aval) for v, u in zip(ir.in_vars, unknowns, strict=False) if u]
+    unknown_args = [
+        unknown_tracer.new_arg(v.aval) for v, u in zip(ir.in_vars, unknowns, strict=False) if u
+    ]
     known_it, unknown_it = iter(known_args), iter(unknown_args)
     merged = [next(unknown_it) if u else next(known_it) for u in unknowns]
     try:
@@ -113,8 +121,12 @@ def partial_eval_ir(ir: IR, unknowns, instantiate=False):
     except BaseException:
         known_tracer.active = unknown_tracer.active = False
         raise
-    out_unknowns = [unknown_tracer.is_own(o) or inst for o, inst in zip(outs, instantiate, strict=False)]
-    unknown_ir = unknown_tracer.build(unknown_args, [o for o, u in zip(outs, out_unknowns, strict=False) if u])
+    out_unknowns = [
+        unknown_tracer.is_own(o) or inst for o, inst in zip(outs, instantiate, strict=False)
+    ]
+    unknown_ir = unknown_tracer.build(
+        unknown_args, [o for o, u in zip(outs, out_unknowns, strict=False) if u]
+    )
     residuals = list(unknown_ir.consts)
     unknown_ir = IR(unknown_ir.const_vars + unknown_ir.in_vars, unknown_ir.equations,
                     unknown_ir.outputs)
@@ -139,8 +151,10 @@ def transpose_ir(ir: IR, linear):
     def fun(*args):
         res, cts = list(args[:len(nonlinear_avals)]), list(args[len(nonlinear_avals):])
         it = iter(res)
-        inputs = [UndefinedPrimal(v.aval) if lin else next(it) for v, lin in zip(ir.in_vars,
-                                                                                linear, strict=False)]
+        inputs = [
+            UndefinedPrimal(v.aval) if lin else next(it)
+            for v, lin in zip(ir.in_vars, linear, strict=False)
+        ]
         in_cts = backward_pass(ir, cts, inputs)
         return [zeros_for(v.aval.strip_weak()) if ct is None else ct
                 for v, ct, lin in zip(ir.in_vars, in_cts, linear, strict=False) if lin]

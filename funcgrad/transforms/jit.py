@@ -332,7 +332,10 @@ def _jit_jvp(primals, tangents, *, program, name):
 def _jit_batch(axis_size, args, dims, *, program, name):
     from funcgrad.core.prims.structural import moveaxis
 
-    moved = [a if d is None else (a if d == 0 else moveaxis(a, d, 0)) for a, d in zip(args, dims, strict=False)]
+    moved = [
+        a if d is None else (a if d == 0 else moveaxis(a, d, 0))
+        for a, d in zip(args, dims, strict=False)
+    ]
     new, out_batched = batch_ir(program, axis_size, [d is not None for d in dims],
                                 instantiate=False)
     new = _closed(new, f"vmap_{name}")
@@ -352,7 +355,9 @@ def _jit_partial_eval(trace, args, params):
                                    name=known.name)
     known_outs, residuals = known_results[:n_known], known_results[n_known:]
     unknown_args = [a for a, u in zip(args, unknowns, strict=False) if u]
-    unknown_avals = [v.aval.strip_weak() for v, u in zip(program.outputs, out_unknowns, strict=False) if u]
+    unknown_avals = [
+        v.aval.strip_weak() for v, u in zip(program.outputs, out_unknowns, strict=False) if u
+    ]
     unknown_outs = trace.stage(jit_p, [*residuals, *unknown_args],
                                dict(program=unknown_ir, name=f"{name}_lin"), unknown_avals)
     known_it, unknown_it = iter(known_outs), iter(unknown_outs)

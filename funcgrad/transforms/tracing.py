@@ -122,7 +122,10 @@ def trace_to_ir(fun, in_avals, *, name: str = "make_ir", stage_all: bool = True,
     (``labels`` name the inputs in error messages)."""
     tracer = TraceInterpreter(_interp.current(), stage_all=stage_all, name=name)
     labels = labels or [None] * len(in_avals)
-    args = [tracer.new_arg(a, label and f"argument {label}") for a, label in zip(in_avals, labels, strict=False)]
+    args = [
+        tracer.new_arg(a, label and f"argument {label}")
+        for a, label in zip(in_avals, labels, strict=False)
+    ]
     try:
         with _interp.using(tracer):
             outs = fun(*args)

@@ -306,7 +306,9 @@ def _with_transform_primitives(x, xs):
     picked = fg.cond(fnp.sum(x) > 0, lambda v: v * 2, lambda v: v - 1, x)
     branch = fg.switch(1, [lambda v: v + 1, lambda v: v * v, lambda v: -v], x)
     total, prefix = fg.scan(lambda c, v: (c + v, c * v), fnp.zeros_like(xs[0]), xs)
-    count, grown = fg.while_loop(lambda c: c[0] < 5, lambda c: (c[0] + 1, c[1] * 1.5), (fg.tensor(0), x))
+    count, grown = fg.while_loop(
+        lambda c: c[0] < 5, lambda c: (c[0] + 1, c[1] * 1.5), (fg.tensor(0), x)
+    )
     looped = fg.fori_loop(0, 3, lambda i, v: v + i.astype(v.dtype), x)
     fg.debug.print("x = {x}", x=x)
     return {
@@ -358,9 +360,17 @@ def test_numpy_compositions_jit_matches_eager():
     key = fg.random.key(0)
     eager = _numpy_compositions(a, b, x, key)
     jitted = fg.jit(_numpy_compositions)(a, b, x, key)
-    failures = [f"{path}: {problem}" for path, w, h in zip(
-        fg.tree.leaves_with_path(eager), fg.tree.leaves(eager), fg.tree.leaves(jitted), strict=False)
-        for problem in [_compare(w, h)] if problem]
+    failures = [
+        f"{path}: {problem}"
+        for path, w, h in zip(
+            fg.tree.leaves_with_path(eager),
+            fg.tree.leaves(eager),
+            fg.tree.leaves(jitted),
+            strict=False,
+        )
+        for problem in [_compare(w, h)]
+        if problem
+    ]
     assert not failures, failures
 
 
@@ -381,7 +391,8 @@ def test_jit_edge_cases_found_by_user_style_probes():
     np.testing.assert_array_equal(fg.jit(lambda a: a.sum(axis=0))(empty), [0j] * 3)
     z = fg.tensor(np.array([1.7 + 2j, -3.2 - 1j, 1j, 0j], np.complex64))
     for dtype in (fg.int32, fg.bool_, fg.float32):
-        np.testing.assert_array_equal(fg.jit(lambda a: a.astype(dtype))(z), z.astype(dtype))
+        np.testing.assert_array_equal(fg.jit(lambda a: a.astype(dtype))(z),  # noqa: B023
+                                      z.astype(dtype))
     np.testing.assert_array_equal(z.astype(fg.bool_), [True, True, True, False])
 
 

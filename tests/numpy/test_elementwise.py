@@ -350,10 +350,14 @@ def test_bool_arithmetic_and_ordering_eager_and_compiled():
 def test_shift_edge_cases_agree_eager_and_compiled():
     # amounts out of [0, bits), negative ones included, as XLA: 0 or the sign fill
     x = fg.tensor(np.array([8, -8], np.int32))
-    for amount, right, left in ((-1, [0, -1], [0, 0]), (40, [0, -1], [0, 0]), (1, [4, -4], [16, -16])):
+    for amount, right, left in (
+        (-1, [0, -1], [0, 0]),
+        (40, [0, -1], [0, 0]),
+        (1, [4, -4], [16, -16]),
+    ):
         for run in (lambda f: f, fg.jit):
-            np.testing.assert_array_equal(run(lambda a: a >> amount)(x), right)
-            np.testing.assert_array_equal(run(lambda a: a << amount)(x), left)
+            np.testing.assert_array_equal(run(lambda a: a >> amount)(x), right)  # noqa: B023
+            np.testing.assert_array_equal(run(lambda a: a << amount)(x), left)  # noqa: B023
     with pytest.raises(TypeError, match="integer"):
         fg.tensor([8.0]) >> fg.tensor([1.0])
 
