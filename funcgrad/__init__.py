@@ -100,10 +100,23 @@ def device_put(tree, device=None):
     return optree.tree_map(put, tree, namespace="funcgrad")
 
 
+def block_until_ready(tree):
+    """Wait until every Tensor leaf of ``tree`` is computed; returns ``tree`` (as JAX's).
+
+    >>> fg.block_until_ready({"loss": fg.jit(lambda x: (x * x).sum())(fg.ones(3))})
+    """
+    import optree
+
+    for leaf in optree.tree_leaves(tree, namespace="funcgrad"):
+        if isinstance(leaf, Tensor):
+            leaf.block_until_ready()
+    return tree
+
+
 from funcgrad.core import devices as _devices
 
 __all__ = [
-    "Device", "Tensor", "arange", "asarray", "bfloat16", "bool_", "checkpoint",
+    "Device", "Tensor", "arange", "asarray", "bfloat16", "block_until_ready", "bool_", "checkpoint",
     "clear_caches", "complex64", "complex128", "cond", "config", "custom_jvp", "custom_vjp",
     "data", "debug", "device", "device_put", "devices", "empty", "empty_like", "export",
     "eye", "finfo", "float16", "float32", "float64", "fori_loop", "full", "full_like",

@@ -101,6 +101,18 @@ class Tensor:
         view.flags.writeable = False
         return view
 
+    def block_until_ready(self) -> Tensor:
+        """Wait until the value is computed and return the tensor, as JAX's method.
+
+        A jit call returns once its results are computed, so only eager GPU work
+        (queued on CuPy's stream) is waited for.
+
+        >>> fg.jit(lambda x: x * 2)(fg.ones(3)).block_until_ready()
+        """
+        if self._dev is None and type(self._buf) is not np.ndarray:
+            gpu.synchronize(self.device)
+        return self
+
     def __array__(self, dtype=None, copy=None):
         arr = self.numpy()
         if dtype is not None and np.dtype(dtype) != arr.dtype:

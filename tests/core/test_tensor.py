@@ -67,6 +67,14 @@ def test_item():
         fg.tensor([1.0, 2.0]).item()
 
 
+def test_block_until_ready_returns_the_value_as_jax():
+    t = fg.jit(lambda x: x * 2)(fg.ones(3))
+    assert t.block_until_ready() is t
+    tree = {"t": t, "eager": fg.ones(2), "other": [1.5, None]}
+    assert fg.block_until_ready(tree) is tree
+    np.testing.assert_array_equal(tree["t"].numpy(), [2.0, 2.0, 2.0])
+
+
 def test_python_scalar_conversions():
     t = fg.tensor(3.0)
     assert float(t) == 3.0 and int(t) == 3 and complex(t) == 3.0 + 0j
