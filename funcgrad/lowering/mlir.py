@@ -153,12 +153,21 @@ class LoweringContext:
         env.update(zip(program.const_vars, const_values, strict=False))
         env.update(zip(program.in_vars, args, strict=False))
 
+        folded = {}  # var -> NumPy value of a scalar computed from constants only
+
         def read(x):
             if isinstance(x, Literal):
                 return self.constant(np.asarray(x.value))
-            return env[x]
+            found = env.get(x)
+            if found is None:
+                found = env[x] = self.constant(folded[x])
+            return found
 
         for eqn in program.equations:
+            value = None if eqn.prim.name in self.rule_overrides else _fold(eqn, folded)
+            if value is not None:
+                folded[eqn.outputs[0]] = value
+                continue
             rule = self.rule_overrides.get(eqn.prim.name) or eqn.prim.lower
             if rule is None:
                 raise LoweringError(f"no MLIR lowering rule for primitive '{eqn.prim.name}'")
@@ -219,6 +228,35 @@ class LoweringContext:
                 outs = self.lower_ir(program, args[n_const:], consts=args[:n_const])
                 func.ReturnOp(outs)
         return fn
+
+
+# shape-only primitives folded besides the elementwise ones
+_FOLDABLE_STRUCTURAL = frozenset({"broadcast_in_dim", "reshape", "convert_element_type"})
+
+
+def _fold(eqn, folded) -> np.ndarray | None:
+    """The value of a scalar equation whose operands are all constants (e.g. the -1/n
+    of a mean's gradient), computed now: IREE would otherwise hoist it into an
+    initializer, a kernel of its own to compile (const-eval is off, see compiler.py)."""
+    prim = eqn.prim
+    if len(eqn.outputs) != 1 or eqn.outputs[0].aval.size != 1 or not (
+            hasattr(prim, "arity") or prim.name in _FOLDABLE_STRUCTURAL):
+        return None
+    values = []
+    for x in eqn.inputs:
+        if isinstance(x, Literal):
+            values.append(np.asarray(x.value, dtype=x.aval.dtype))
+        elif x in folded:
+            values.append(folded[x])
+        else:
+            return None
+    aval = eqn.outputs[0].aval
+    try:
+        with np.errstate(all="ignore"):
+            out = prim.impl(*values, **eqn.params)
+        return np.asarray(out).astype(aval.dtype, copy=False).reshape(aval.shape)
+    except Exception:  # not foldable here: the lowering rule builds it
+        return None
 
 
 def lower_module(program: IR, mlir_context, name: str = "main", platform: str = "cpu",
