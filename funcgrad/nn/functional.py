@@ -19,7 +19,7 @@ from funcgrad.core.prims import elementwise as ew
 from funcgrad.core.tensor import Tensor
 from funcgrad.nn import _windows
 from funcgrad.numpy._util import asarray
-from funcgrad.transforms.custom import stop_gradient
+from funcgrad.transforms.custom import custom_jvp, stop_gradient
 
 __all__ = [
     "avg_pool1d", "avg_pool2d", "binary_cross_entropy", "binary_cross_entropy_with_logits",
@@ -41,12 +41,24 @@ def _float(x) -> Tensor:
 
 
 def relu(input) -> Tensor:
-    """``max(input, 0)``.
+    """``max(input, 0)``; its derivative at 0 is 0, as PyTorch's and JAX's.
 
     >>> F.relu(fg.tensor([-1.0, 2.0]))
     tensor([0., 2.], dtype=float32)
     """
-    return fnp.maximum(input, 0)
+    return _relu(asarray(input))
+
+
+@custom_jvp
+def _relu(x):
+    return fnp.maximum(x, 0)
+
+
+@_relu.defjvp
+def _relu_jvp(primals, tangents):
+    (x,), (t,) = primals, tangents
+    # maximum's rule would give half the tangent at x == 0
+    return _relu(x), fnp.where(x > 0, t, fnp.zeros_like(t))
 
 
 def leaky_relu(input, negative_slope: float = 0.01) -> Tensor:
@@ -56,7 +68,8 @@ def leaky_relu(input, negative_slope: float = 0.01) -> Tensor:
     tensor([-0.1,  2. ], dtype=float32)
     """
     input = asarray(input)
-    return fnp.where(input >= 0, input, input * negative_slope)
+    # x > 0 picks the branch as PyTorch does: the derivative at 0 is negative_slope
+    return fnp.where(input > 0, input, input * negative_slope)
 
 
 def elu(input, alpha: float = 1.0) -> Tensor:
@@ -66,7 +79,10 @@ def elu(input, alpha: float = 1.0) -> Tensor:
     tensor([0., 1.], dtype=float32)
     """
     input = _float(input)
-    return fnp.where(input > 0, input, alpha * fnp.expm1(fnp.minimum(input, 0)))
+    # expm1 of min(x, 0) by a select, not minimum: at 0 the derivative is then alpha, as
+    # PyTorch's (minimum would halve it)
+    return fnp.where(input > 0, input,
+                     alpha * fnp.expm1(fnp.where(input > 0, fnp.zeros_like(input), input)))
 
 
 def sigmoid(input) -> Tensor:
@@ -338,8 +354,9 @@ def binary_cross_entropy_with_logits(input, target, weight=None, reduction: str 
     if target.shape != input.shape:
         raise ValueError(f"binary_cross_entropy_with_logits: target shape {target.shape} "
                          f"differs from input shape {input.shape}")
-    # log(1 + exp(-|x|)) + max(-x, 0) = -log(sigmoid(x)), without overflow
-    neg_log_sigmoid = fnp.log1p(fnp.exp(-fnp.abs(input))) + fnp.maximum(-input, 0.0)
+    # -log(sigmoid(x)) = log(1 + exp(-x)), without overflow and with the exact
+    # derivative -sigmoid(-x) at x = 0 too
+    neg_log_sigmoid = fnp.logaddexp(-input, 0.0)
     if pos_weight is None:
         loss = (1 - target) * input + neg_log_sigmoid
     else:
@@ -395,7 +412,11 @@ def l1_loss(input, target, reduction: str = "mean") -> Tensor:
     _check_reduction("l1_loss", reduction)
     input, target = _float(input), asarray(target)
     _check_same_shape("l1_loss", input, target)
-    return _reduce("l1_loss", fnp.abs(input - target), reduction)
+    diff = input - target
+    # |d| as d * sign(d) for real d: the derivative at input == target is then 0, as
+    # PyTorch's (abs's is 1 there)
+    error = fnp.abs(diff) if dtypes.is_complex(diff.dtype) else diff * fnp.sign(diff)
+    return _reduce("l1_loss", error, reduction)
 
 
 # --- dropout and normalization -------------------------------------------------------------

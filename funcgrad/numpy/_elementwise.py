@@ -402,7 +402,11 @@ def logaddexp(x, y):
     delta = subtract(x, y)  # noqa: F821
     both_inf = logical_and(isinf(big), equal(x, y))  # noqa: F821
     safe_delta = where(both_inf, full_like(delta, 0), delta)
-    return where(both_inf, big, big + log1p(exp(-abs(safe_delta))))  # noqa: F821
+    # |delta| written as delta * sign(delta): the same value, but its derivative at a tie
+    # is 0 (abs's is 1 there), so that with maximum's even split the gradient at x == y
+    # is (0.5, 0.5), the exact softmax weights
+    magnitude = safe_delta * sign(safe_delta)  # noqa: F821
+    return where(both_inf, big, big + log1p(exp(-magnitude)))  # noqa: F821
 
 
 def hypot(x, y):

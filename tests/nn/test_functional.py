@@ -52,6 +52,37 @@ def test_activations_match_numpy(fn, module, reference):
     check_grads(fn, (fg.tensor(x),), order=2)
 
 
+KINKS = [  # (function, its derivative at 0 as PyTorch's autograd gives it)
+    (F.relu, 0.0),
+    (lambda x: F.leaky_relu(x, 0.2), 0.2),
+    (lambda x: F.elu(x, alpha=1.5), 1.5),
+    (F.softplus, 0.5),
+]
+
+
+@pytest.mark.parametrize("fn,slope", KINKS)
+@pytest.mark.parametrize("wrap", [lambda f: f, fg.jit], ids=["eager", "jit"])
+def test_activation_derivatives_at_zero_are_pytorchs(fn, slope, wrap):
+    x = fg.tensor(np.array([0.0, -0.0, 2.0]))
+    grad = wrap(fg.grad(lambda x: fn(x).sum()))(x).numpy()
+    np.testing.assert_allclose(grad[:2], [slope, slope], rtol=1e-12)
+
+
+@pytest.mark.parametrize("wrap", [lambda f: f, fg.jit], ids=["eager", "jit"])
+def test_loss_gradients_at_ties_are_pytorchs(wrap):
+    zeros, target = fg.tensor(np.zeros(4)), fg.tensor(np.array([1.0, 0.0, 1.0, 0.3]))
+    # d/dx of BCE with logits is (sigmoid(x) - t) / n, also at x = 0
+    bce = wrap(fg.grad(F.binary_cross_entropy_with_logits))(zeros, target)
+    np.testing.assert_allclose(bce.numpy(), (0.5 - target.numpy()) / 4, rtol=1e-12)
+    weighted = wrap(fg.grad(lambda x: F.binary_cross_entropy_with_logits(
+        x, target, pos_weight=fg.tensor(np.full(4, 3.0)))))(zeros)
+    np.testing.assert_allclose(weighted.numpy(),
+                               (0.5 * (1 + 2 * target.numpy()) - 3 * target.numpy()) / 4)
+    # l1_loss: sign(input - target) / n, 0 where they are equal
+    l1 = wrap(fg.grad(F.l1_loss))(fg.tensor([0.0, 1.0, 2.0]), fg.tensor([0.0, 1.0, 0.0]))
+    np.testing.assert_allclose(l1.numpy(), [0.0, 0.0, 1 / 3])
+
+
 def test_activations_keep_float32():
     x = fg.ones(3)
     for fn, _, _ in ACTIVATIONS:

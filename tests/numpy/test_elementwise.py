@@ -248,6 +248,16 @@ def test_maximum_on_bools():
     _check(fnp.minimum(fg.tensor(a), fg.tensor(b)), np.minimum(a, b))
 
 
+@pytest.mark.parametrize("wrap", [lambda f: f, fg.jit], ids=["eager", "jit"])
+def test_logaddexp_gradient_is_the_softmax_weights_also_at_ties(wrap):
+    x = fg.tensor(np.array([1.0, 2.0, -3.0]))
+    y = fg.tensor(np.array([1.0, 0.0, -3.0]))
+    gx, gy = wrap(fg.grad(lambda x, y: fnp.logaddexp(x, y).sum(), argnums=(0, 1)))(x, y)
+    out = np.logaddexp(x.numpy(), y.numpy())
+    np.testing.assert_allclose(gx.numpy(), np.exp(x.numpy() - out), rtol=1e-12)
+    np.testing.assert_allclose(gy.numpy(), np.exp(y.numpy() - out), rtol=1e-12)
+
+
 def test_logaddexp_is_stable():
     big = fnp.logaddexp(fg.tensor([1000.0, -math.inf]), fg.tensor([1000.0, -math.inf]))
     np.testing.assert_allclose(np.asarray(big), [1000.0 + math.log(2.0), -math.inf])
