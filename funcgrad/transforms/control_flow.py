@@ -1128,7 +1128,21 @@ def _lower_scan(ctx, args, in_avals, out_avals, *, body, num_consts, num_carry, 
     i32 = ShapedArray((), dtypes.int32)
     consts, carry, xs = _split3(list(args), num_consts, num_carry)
     x_avals = [a.strip_weak() for a in in_avals[num_consts + num_carry:]]
-    y_avals = out_avals[num_carry:]
+    # per-step outputs that depend on neither the carry nor xs (constants, residuals of
+    # constants saved by differentiation) are computed once and broadcast: less work, and
+    # IREE 3.13 miscompiles a reverse loop writing a constant into its rows (an invalid
+    # stream.async.fill range)
+    invariant = _invariant_outputs(body, num_consts, range(num_carry, len(body.outputs)))
+    invariant_ys = {}
+    if invariant:
+        hoisted = ctx.lower_ir(_needed_for(body, [body.outputs[j] for j in invariant],
+                                           num_consts), consts)
+        for j, value in zip(invariant, hoisted, strict=True):
+            a = out_avals[j]
+            invariant_ys[j] = ctx.op1("stablehlo.broadcast_in_dim", [value], a, {
+                "broadcast_dimensions": ctx.i64_array(range(1, a.ndim))})
+    varying = [j for j in range(num_carry, len(body.outputs)) if j not in invariant_ys]
+    y_avals = [out_avals[j] for j in varying]
     ys = [ctx.full(0, a) for a in y_avals]
     init = [ctx.constant(np.int32(0))] + consts + carry + xs + ys
     init_avals = ([i32] + [a.strip_weak() for a in in_avals] + list(y_avals))
@@ -1161,7 +1175,7 @@ def _lower_scan(ctx, args, in_avals, out_avals, *, body, num_consts, num_carry, 
                 x_t.append(ctx.op1("stablehlo.reshape", [piece],
                                    ShapedArray(a.shape[1:], a.dtype)))
             outs = ctx.lower_ir(body, c + carry_v + x_t)
-            carry_v, y_t = outs[:num_carry], outs[num_carry:]
+            carry_v, y_t = outs[:num_carry], [outs[j] for j in varying]
             new_ys = []
             for acc, y, a in zip(ys_v, y_t, y_avals, strict=False):
                 y1 = ctx.op1("stablehlo.reshape", [y], ShapedArray((1, *a.shape[1:]), a.dtype))
@@ -1173,7 +1187,32 @@ def _lower_scan(ctx, args, in_avals, out_avals, *, body, num_consts, num_carry, 
 
     outs = _while_loop_op(ctx, init, init_avals, cond_fn, body_fn,
                           barrier=_unused_inputs(body, range(num_consts, n_c)))
-    return outs[1 + num_consts:1 + n_c] + outs[1 + n_c + n_x:]
+    loop_ys = dict(zip(varying, outs[1 + n_c + n_x:], strict=True))
+    return outs[1 + num_consts:1 + n_c] + [
+        invariant_ys[j] if j in invariant_ys else loop_ys[j]
+        for j in range(num_carry, len(body.outputs))]
+
+
+def _invariant_outputs(body: IR, num_consts: int, positions) -> list[int]:
+    """The output positions among ``positions`` whose values depend only on the body's
+    first ``num_consts`` inputs (the loop's constants) and literals."""
+    varying = set(body.in_vars[num_consts:])
+    for eqn in body.equations:
+        if any(isinstance(x, Var) and x in varying for x in eqn.inputs):
+            varying.update(eqn.outputs)
+    return [j for j in positions
+            if not (isinstance(body.outputs[j], Var) and body.outputs[j] in varying)]
+
+
+def _needed_for(body: IR, outputs, num_consts: int) -> IR:
+    """``body`` cut down to the equations ``outputs`` need, taking the constants only."""
+    needed = {o for o in outputs if isinstance(o, Var)}
+    kept = []
+    for eqn in reversed(body.equations):
+        if any(v in needed for v in eqn.outputs):
+            kept.append(eqn)
+            needed.update(x for x in eqn.inputs if isinstance(x, Var))
+    return IR(body.in_vars[:num_consts], kept[::-1], outputs, body.const_vars, body.consts)
 
 
 cond_p.lower = _lower_cond

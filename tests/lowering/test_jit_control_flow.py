@@ -73,3 +73,30 @@ def test_an_effect_in_a_branch_happens_only_when_taken(capsys):
     assert float(fg.jit(f)(fg.tensor(2.0))) == 2.0
     out = capsys.readouterr().out
     assert "positive" in out and "negative" not in out
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+def test_scan_outputs_that_do_not_vary_per_step(reverse):
+    # IREE 3.13 refused a reverse loop writing a constant into its stacked outputs (an
+    # invalid stream.async.fill range); such outputs are now computed once, outside
+    def f(h, w):
+        return fg.scan(lambda c, x: (c * w + x, (fg.tensor(2.0), w * 3, c, fnp.sin(w))), h,
+                       fg.tensor(np.arange(12.0, dtype=np.float32).reshape(4, 3)),
+                       reverse=reverse)
+
+    h, w = fg.ones(3), fg.tensor([0.5, -1.0, 2.0])
+    for got, want in zip(fg.tree.leaves(fg.jit(f)(h, w)), fg.tree.leaves(f(h, w)), strict=True):
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6)
+
+
+def test_grad_of_reverse_scan_under_jit():
+    # the backward pass saves the constant 0.99 per step: a stacked constant, as above
+    def loss(r):
+        returns = fg.scan(lambda g, rt: (rt + 0.99 * g, rt + 0.99 * g), fg.zeros(3), r,
+                          reverse=True)[1]
+        return returns.sum()
+
+    r = fg.tensor(np.arange(12.0, dtype=np.float32).reshape(4, 3))
+    want = fg.grad(loss)(r).numpy()
+    np.testing.assert_allclose(fg.jit(fg.grad(loss))(r).numpy(), want, rtol=1e-6)
+    np.testing.assert_allclose(fg.grad(fg.jit(loss))(r).numpy(), want, rtol=1e-6)
