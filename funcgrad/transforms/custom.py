@@ -287,11 +287,14 @@ class custom_vjp:  # noqa: N801  (JAX's name)
                 if ct_arg is None:
                     flat_cts += [None] * len(arg_leaves)
                     continue
-                ct_leaves, ct_tree = tree_flatten(ct_arg)
-                if ct_tree != arg_tree:
+                # a None where the argument has a leaf is a zero cotangent (as in JAX)
+                try:
+                    ct_leaves = arg_tree.flatten_up_to(ct_arg)
+                except (ValueError, TypeError):
                     raise TypeError(f"custom_vjp bwd returned a cotangent of structure "
-                                    f"{ct_tree} for an argument of structure {arg_tree}")
-                flat_cts += [as_tensor(c) for c in ct_leaves]
+                                    f"{tree_flatten(ct_arg)[1]} for an argument of structure "
+                                    f"{arg_tree}") from None
+                flat_cts += [None if c is None else as_tensor(c) for c in ct_leaves]
             return flat_cts
 
         outs = custom_vjp_call_p.bind(*consts, *flat, call=ir, fwd=fwd_flat, bwd=bwd_flat,

@@ -174,3 +174,16 @@ def test_checkpoint_and_make_ir_take_static_argnums():
     got = fg.grad(fg.checkpoint(repeated_sin, static_argnums=(1,)))(fg.tensor(1.0), 2)
     want = fg.grad(lambda x: repeated_sin(x, 2))(fg.tensor(1.0))
     np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+def test_custom_vjp_bwd_may_give_none_for_single_leaves():
+    @fg.custom_vjp
+    def f(p):
+        return p["a"] * p["b"]
+
+    f.defvjp(lambda p: (f(p), p), lambda p, g: ({"a": g * p["b"], "b": None},))
+    params = {"a": fg.ones(3), "b": fg.full((3,), 2.0)}
+    for grad in (fg.grad(lambda p: f(p).sum()), fg.jit(fg.grad(lambda p: f(p).sum()))):
+        g = grad(params)
+        np.testing.assert_array_equal(g["a"].numpy(), [2.0, 2.0, 2.0])
+        np.testing.assert_array_equal(g["b"].numpy(), [0.0, 0.0, 0.0])
