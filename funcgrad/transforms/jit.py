@@ -15,6 +15,8 @@ import inspect
 import logging
 import os
 import threading
+import types
+import weakref
 
 import numpy as np
 import optree
@@ -457,6 +459,18 @@ class Compiled:
         return tree_unflatten(self._entry.out_tree, outs)
 
 
+# traces of each Python function, by jit options, shared by all its jit wrappers: as in
+# JAX, ``fg.jit(f)(x)`` written inside a loop traces ``f`` once (weak keys: a function
+# that goes away takes its traces with it)
+_TRACES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _shared_traces(fun, options) -> dict:
+    if not isinstance(fun, types.FunctionType):  # callables with their own equality
+        return {}
+    return _TRACES.setdefault(fun, {}).setdefault(options, {})
+
+
 class Jitted:
     """The callable ``jit`` returns (see ``jit``)."""
 
@@ -473,7 +487,8 @@ class Jitted:
             self._signature = None
         if self._signature is not None:
             self._infer_static(self._signature)
-        self._cache: dict = {}
+        self._cache = _shared_traces(fun, (self.static_argnums, self.static_argnames,
+                                           self.donate_argnums))
         self._last_key = None
         self._simple = not self.static_argnums and not self.static_argnames
         self._name = getattr(fun, "__name__", "fun")
@@ -719,10 +734,13 @@ def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=()):
 
 
 def clear_caches():
-    """Forget in-memory compiled modules (the disk cache stays)."""
+    """Forget every traced program and in-memory compiled module (the disk cache stays)."""
     from funcgrad.lowering import compiler
 
     compiler._MEMORY_CACHE.clear()
+    for by_options in list(_TRACES.values()):
+        for traces in by_options.values():
+            traces.clear()
 
 
 def _log_env():

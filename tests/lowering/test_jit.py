@@ -377,3 +377,20 @@ def test_python_number_arguments_keep_full_precision():
     traced(x64, 0.1)
     traced(x64, 0.7)  # another value: no retrace
     assert len(calls) == 1
+
+
+def test_jit_wrappers_of_one_function_share_its_traces_as_jax():
+    calls = []
+
+    def f(x):
+        calls.append(1)
+        return x * 2
+
+    for _ in range(3):  # fg.jit(f)(x) inside a loop traces once
+        fg.jit(f)(fg.ones(3))
+    assert len(calls) == 1
+    fg.jit(f, static_argnums=())(fg.ones(4))  # a new signature traces again
+    assert len(calls) == 2
+    fg.clear_caches()
+    fg.jit(f)(fg.ones(3))
+    assert len(calls) == 3
