@@ -396,11 +396,18 @@ def _check_inexact_inputs(name, diff_args):
 
     paths, leaves, _ = optree.tree_flatten_with_path(diff_args, namespace="funcgrad")
     for path, leaf in zip(paths, leaves, strict=True):
-        leaf_dtype = dtypes.dtype_and_weak(leaf)[0] if not isinstance(leaf, Tensor) else leaf.dtype
+        where = f"argument {path[0]}" + "".join(
+            f".{p}" if isinstance(p, str) and p.isidentifier() else f"[{p!r}]"
+            for p in path[1:])
+        if isinstance(leaf, Tensor):
+            leaf_dtype = leaf.dtype
+        elif isinstance(leaf, (bool, int, float, complex, np.ndarray, np.generic)):
+            leaf_dtype = dtypes.dtype_and_weak(leaf)[0]
+        else:
+            raise TypeError(f"{name}: {where} is a {type(leaf).__name__}, not an array or a "
+                            "number; differentiate with respect to arrays only (exclude it "
+                            "with argnums)")
         if not dtypes.is_inexact(leaf_dtype):
-            where = f"argument {path[0]}" + "".join(
-                f".{p}" if isinstance(p, str) and p.isidentifier() else f"[{p!r}]"
-                for p in path[1:])
             raise TypeError(f"{name} requires real- or complex-valued (floating) inputs, got "
                             f"{where} of dtype {leaf_dtype.name}; differentiate with respect "
                             "to float arguments only (pass integers as other arguments, or "

@@ -535,7 +535,10 @@ class Jitted:
     def _entry(self, args, kwargs):
         static, static_kw, dyn_args, dyn_kwargs, static_pos = self._split(args, kwargs)
         flat, in_tree = tree_flatten((dyn_args, dyn_kwargs))
-        flat = [_argument(x) for x in flat]
+        try:
+            flat = [_argument(x) for x in flat]
+        except (TypeError, ValueError) as err:
+            raise self._not_an_array(args, kwargs, static_pos, err) from None
         avals = tuple(_signature_aval(x) for x in flat)
         key = (in_tree, avals, static, static_kw)
         entry = self._cache.get(key)
@@ -547,6 +550,24 @@ class Jitted:
             self._cache[key] = entry
         self._last_key = key
         return entry, flat
+
+    def _not_an_array(self, args, kwargs, static_pos, err) -> TypeError:
+        """The error for an argument that is not an array: which one, and the fix."""
+        named = [(f"argument {i}", f"static_argnums=({i},) or static_argnames", a)
+                 for i, a in enumerate(args) if i not in static_pos]
+        named += [(f"argument {k!r}", f"static_argnames=({k!r},)", v)
+                  for k, v in kwargs.items() if k not in self.static_argnames]
+        for where, fix, arg in named:
+            paths, leaves, _ = optree.tree_flatten_with_path(arg, namespace="funcgrad")
+            for path, leaf in zip(paths, leaves, strict=True):
+                try:
+                    _argument(leaf)
+                except (TypeError, ValueError):
+                    where += "".join(f"[{p!r}]" for p in path)
+                    return TypeError(f"jit({self._name}): {where} is a {type(leaf).__name__} "
+                                     f"({leaf!r:.40}), not an array; mark it static ({fix}) "
+                                     "if it configures the computation")
+        return TypeError(f"jit({self._name}): {err}")
 
     def _trace(self, args, kwargs, static_pos, in_tree, avals):
         fun = self.fun

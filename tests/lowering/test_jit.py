@@ -42,6 +42,17 @@ def test_static_argnums_and_argnames():
     assert traces == [(2, 3.0), (3, 3.0), (2, 0.5)]
 
 
+def test_non_array_argument_names_itself_and_static_argnums():
+    with pytest.raises(TypeError, match=r"argument 1 is a str .*static_argnums=\(1,\)"):
+        fg.jit(lambda x, act: x * 2)(fg.ones(2), "relu")
+    with pytest.raises(TypeError, match=r"argument 'act' is a str .*static_argnames"):
+        fg.jit(lambda x, act: x * 2)(fg.ones(2), act="relu")
+    with pytest.raises(TypeError, match=r"argument 0\['f'\] is a builtin"):
+        fg.jit(lambda d: d["a"] * 2)({"a": fg.ones(2), "f": print})
+    with pytest.raises(TypeError, match="argument 0 is a str"):
+        fg.grad(lambda x: x)("a")
+
+
 def test_unhashable_static_argument_is_a_type_error_naming_it():
     f = fg.jit(lambda x, shape: fnp.reshape(x, shape), static_argnums=1)
     with pytest.raises(TypeError, match=r"static argument #1 .*list.*hashable"):
