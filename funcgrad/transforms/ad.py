@@ -290,8 +290,9 @@ def _read(env, v):
     return env[v]
 
 
-def linearize(fun, *primals):
-    """``fun(*primals)`` and its linear map ``tangents -> J @ tangents`` (as JAX).
+def linearize(fun, *primals, has_aux: bool = False):
+    """``fun(*primals)`` and its linear map ``tangents -> J @ tangents`` (as JAX); with
+    ``has_aux`` ``fun`` returns ``(output, aux)`` and linearize ``(output, f_jvp, aux)``.
 
     >>> y, f_jvp = fg.linearize(fnp.sin, fg.tensor(0.0))
     >>> f_jvp(fg.tensor(2.0))
@@ -299,7 +300,7 @@ def linearize(fun, *primals):
     """
     flat, in_tree = tree_flatten(tuple(primals))
     flat = [as_tensor(p) for p in flat]
-    flat_fun, store = _flatten_fun(fun, in_tree)
+    flat_fun, store = _flatten_fun(fun, in_tree, has_aux)
     outs, linear_ir = _linearize_flat(flat_fun, flat)
     differentiable = [is_differentiable(p.aval) for p in flat]
 
@@ -311,6 +312,8 @@ def linearize(fun, *primals):
         ins = [as_tensor(t) for t, d in zip(flat_t, differentiable, strict=False) if d]
         return tree_unflatten(store["tree"], eval_ir(linear_ir, *ins))
 
+    if has_aux:
+        return tree_unflatten(store["tree"], outs), f_jvp, store["aux"]
     return tree_unflatten(store["tree"], outs), f_jvp
 
 

@@ -757,3 +757,11 @@ def test_hessian_has_aux_and_namedtuple_args():
     assert isinstance(g, Pair)
     np.testing.assert_allclose(g.a.numpy(), [3.0, 3.0])
     np.testing.assert_allclose(g.b.numpy(), 2.0)
+
+
+def test_linearize_with_aux_as_jax():
+    x = t64(0.5)
+    y, f_jvp, aux = fg.linearize(lambda x: (fnp.sin(x), {"c": fnp.cos(x)}), x, has_aux=True)
+    np.testing.assert_allclose(float(y), np.sin(0.5))
+    np.testing.assert_allclose(float(f_jvp(t64(2.0))), 2 * np.cos(0.5))
+    np.testing.assert_allclose(float(aux["c"]), np.cos(0.5))
