@@ -9,6 +9,7 @@ JVP, batching, partial-evaluation (reverse mode) and transpose rules transform t
 from __future__ import annotations
 
 import numpy as np
+import optree
 
 from funcgrad.core import dtypes
 from funcgrad.core import interpreter as _interp
@@ -151,13 +152,23 @@ def switch(index, branches, *operands):
     if not all(callable(b) for b in branches):
         raise TypeError("switch: branches must be callables")
     if _eager() and (not isinstance(index, Tensor) or type(index) is Tensor):
-        i = int(np.clip(int(np.asarray(index)), 0, len(branches) - 1))
-        out = branches[i](*operands)
+        index_array = np.asarray(index)
+        if index_array.dtype.kind not in "iub" or index_array.shape != ():
+            raise TypeError(f"switch: the index must be an integer scalar, got "
+                            f"{index_array.dtype.name} of shape {index_array.shape}")
+        i = int(np.clip(int(index_array), 0, len(branches) - 1))
+        operands = _as_tensors(operands)
+        out = _as_tensors(branches[i](*operands))
         _check_other_branches("switch", branches, [f"branch {k}" for k in range(len(branches))],
                               i, operands, out)
         return out
     return _staged_switch(index, branches, operands,
                           [f"branch {k}" for k in range(len(branches))])
+
+
+def _as_tensors(tree):
+    """Array leaves as Tensors (Python numbers weakly typed), as the traced path gives."""
+    return optree.tree_map(as_tensor, tree, namespace="funcgrad")
 
 
 def _check_other_branches(what, branches, names, taken, operands, out):
@@ -235,7 +246,8 @@ def cond(pred, true_fun, false_fun, *operands):
         if pred_array.shape != ():
             raise TypeError(f"cond: the predicate must be a scalar, got shape {pred_array.shape}")
         taken = bool(pred_array)
-        out = (true_fun if taken else false_fun)(*operands)
+        operands = _as_tensors(operands)
+        out = _as_tensors((true_fun if taken else false_fun)(*operands))
         _check_other_branches("cond", [false_fun, true_fun], ["false_fun", "true_fun"],
                               int(taken), operands, out)
         return out

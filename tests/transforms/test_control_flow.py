@@ -236,3 +236,12 @@ def test_eager_control_flow_checks_types_as_jit_would():
         fg.switch(1, [lambda x: x, lambda x: x.sum()], fg.ones(2))
     assert fg.fori_loop(0, 3, lambda i, c: c + i, 0).item() == 3
     assert fg.cond(fg.tensor(False), lambda x: x * 2, lambda x: x, fg.ones(2)).tolist() == [1, 1]
+
+
+def test_eager_cond_and_switch_return_tensors_and_reject_float_indices_as_jax():
+    out = fg.cond(True, lambda a: a + 1, lambda a: a - 1, 1.0)
+    assert isinstance(out, fg.Tensor) and out.dtype == fg.float32 and float(out) == 2.0
+    out = fg.switch(0, [lambda a: a * 2, lambda a: a], 3)
+    assert isinstance(out, fg.Tensor) and out.dtype == fg.int32 and int(out) == 6
+    with pytest.raises(TypeError, match="integer scalar"):
+        fg.switch(fg.tensor(1.0), [lambda a: a + 1, lambda a: a - 1], 1.0)
