@@ -425,8 +425,8 @@ class _Entry:
 class Lowered:
     """``jit(f).lower(*args)``: the MLIR of one signature; ``.as_text()``, ``.compile()``."""
 
-    def __init__(self, entry: _Entry):
-        self._entry = entry
+    def __init__(self, entry: _Entry, key):
+        self._entry, self._key = entry, key
 
     def as_text(self) -> str:
         from funcgrad.lowering.compiler import session_for
@@ -443,18 +443,26 @@ class Lowered:
         compiling needs none)."""
         if target == "cpu":
             executable_for(self._entry.program)
-            return Compiled(self._entry)
+            return Compiled(self._entry, self._key)
         return compile_artifact(self._entry.program, target, arch)
 
 
 class Compiled:
-    """A compiled signature of a jitted function; call it with matching arguments."""
+    """A compiled signature of a jitted function; call it with the arguments it was
+    lowered for, static ones left out (as JAX's)."""
 
-    def __init__(self, entry: _Entry):
-        self._entry = entry
+    def __init__(self, entry: _Entry, key):
+        self._entry, self._key = entry, key
 
-    def __call__(self, *args):
-        flat, _ = tree_flatten(args)
+    def __call__(self, *args, **kwargs):
+        flat, in_tree = tree_flatten((args, kwargs))
+        flat = [_argument(x) for x in flat]
+        tree, avals = self._key[:2]
+        key = (in_tree, tuple(_signature_aval(x) for x in flat), *self._key[2:])
+        if key[:2] != (tree, avals):
+            raise TypeError(f"{self._entry.name}: compiled for other arguments (static ones are "
+                            f"left out when calling it): "
+                            f"{_why_retrace(self._key, key, (args, kwargs))}")
         outs = _run_compiled(self._entry.program, [*self._entry.consts, *flat])
         return tree_unflatten(self._entry.out_tree, outs)
 
@@ -656,7 +664,7 @@ class Jitted:
     def lower(self, *args, **kwargs) -> Lowered:
         """The MLIR this function compiles to for these arguments."""
         entry, _ = self._entry(args, kwargs)
-        return Lowered(entry)
+        return Lowered(entry, self._last_key)
 
     def clear_cache(self):
         self._cache.clear()

@@ -405,3 +405,15 @@ def test_jit_wrappers_of_one_function_share_its_traces_as_jax():
     fg.clear_caches()
     fg.jit(f)(fg.ones(3))
     assert len(calls) == 3
+
+
+def test_compiled_takes_keywords_and_names_mismatched_arguments():
+    x = fg.ones(3)
+    compiled = fg.jit(lambda x, y: x + y).lower(x, y=x).compile()
+    np.testing.assert_array_equal(compiled(x, y=x).numpy(), [2.0, 2.0, 2.0])
+    scaled = fg.jit(lambda x, n: x * n, static_argnums=1).lower(x, 2).compile()
+    np.testing.assert_array_equal(scaled(x).numpy(), [2.0, 2.0, 2.0])  # static ones left out
+    with pytest.raises(TypeError, match=r"changed shape: float32\[3\] -> float32\[4\]"):
+        scaled(fg.ones(4))
+    with pytest.raises(TypeError, match="tree structure"):
+        scaled(x, 2)
