@@ -28,7 +28,7 @@ def print(fmt: str, *args, **kwargs) -> None:  # noqa: A001  (JAX's name)
     if _interp.current() is _interp.EAGER and all(type(x) is Tensor for x in leaves):
         _emit(fmt, tree, [x._host() for x in leaves])
         return
-    debug_print_p.bind(*leaves, fmt=fmt, tree=tree, batched=(False,) * len(leaves))
+    debug_print_p.bind(*leaves, fmt=fmt, tree=tree, batched=(0,) * len(leaves))
 
 
 def _emit(fmt, tree, values):
@@ -39,25 +39,41 @@ def _emit(fmt, tree, values):
 
 
 def _debug_print_impl(*values, fmt, tree, batched):
-    if any(batched):
-        size = next(v.shape[0] for v, b in zip(values, batched, strict=False) if b)
-        for i in range(size):
-            _emit(fmt, tree, [v[i] if b else v for v, b in zip(values, batched, strict=False)])
-    else:
+    """``batched[i]``: how many leading axes of ``values[i]`` are vmap batch axes (the
+    same for every batched value, outermost vmap first); one line per batch element."""
+    levels = builtins.max(batched, default=0)
+    if not levels:
         _emit(fmt, tree, values)
+        return []
+    grid = next(v.shape[:levels] for v, b in zip(values, batched, strict=True) if b)
+    for index in np.ndindex(*grid):
+        _emit(fmt, tree, [v[index] if b else v for v, b in zip(values, batched, strict=True)])
     return []
 
 
 def _debug_print_batch(axis_size, args, dims, *, fmt, tree, batched):
-    from funcgrad.core.prims.structural import moveaxis
+    """Each vmap level puts its batch axis in front of every batched value (broadcasting
+    values it does not batch, and values batched here only along the inner levels)."""
+    from funcgrad.core.prims.structural import broadcast_in_dim, moveaxis
 
-    if any(batched):
-        raise NotImplementedError("debug.print under nested vmap prints the outer batch only")
-    moved = [
-        a if d is None else (a if d == 0 else moveaxis(a, d, 0))
-        for a, d in zip(args, dims, strict=False)
-    ]
-    debug_print_p.bind(*moved, fmt=fmt, tree=tree, batched=tuple(d is not None for d in dims))
+    levels = builtins.max(batched, default=0)
+    inner = next((a.shape[:levels] for a, b in zip(args, batched, strict=True) if b), ())
+    moved, new_batched = [], []
+    for a, d, b in zip(args, dims, batched, strict=True):
+        if d is None and not b:
+            moved.append(a)
+            new_batched.append(0)
+            continue
+        if d is None:
+            a = broadcast_in_dim(a, (axis_size, *a.shape), tuple(range(1, a.ndim + 1)))
+        else:
+            a = a if d == 0 else moveaxis(a, d, 0)
+            if not b and levels:  # batched only here: give it the inner levels too
+                shape = (axis_size, *inner, *a.shape[1:])
+                a = broadcast_in_dim(a, shape, (0, *range(levels + 1, len(shape))))
+        moved.append(a)
+        new_batched.append(levels + 1)
+    debug_print_p.bind(*moved, fmt=fmt, tree=tree, batched=tuple(new_batched))
     return [], []
 
 

@@ -156,6 +156,23 @@ def test_debug_nans_inside_jit_names_the_primitive():
     assert np.isnan(fg.jit(fnp.log)(fg.tensor([-1.0])).numpy()).all()
 
 
+@pytest.mark.parametrize("wrap", [lambda f: f, fg.jit], ids=["eager", "jit"])
+def test_debug_print_under_nested_vmap_prints_every_element_as_jax(capsys, wrap):
+    def show(x, y):
+        fg.debug.print("x={x} y={y}", x=x, y=y)
+        return x
+
+    grid = fg.tensor([[1.0, 2.0], [3.0, 4.0]])
+    wrap(fg.vmap(fg.vmap(show)))(grid, grid * 10)
+    # y batched by the outer vmap only, then by the inner one only
+    wrap(fg.vmap(fg.vmap(show, in_axes=(0, None))))(grid, fg.tensor([7.0, 8.0]))
+    wrap(fg.vmap(fg.vmap(show), in_axes=(0, None)))(grid, fg.tensor([7.0, 8.0]))
+    assert capsys.readouterr().out.split("\n")[:-1] == [
+        "x=1.0 y=10.0", "x=2.0 y=20.0", "x=3.0 y=30.0", "x=4.0 y=40.0",
+        "x=1.0 y=7.0", "x=2.0 y=7.0", "x=3.0 y=8.0", "x=4.0 y=8.0",
+        "x=1.0 y=7.0", "x=2.0 y=8.0", "x=3.0 y=7.0", "x=4.0 y=8.0"]
+
+
 def test_debug_print_formats_float32_scalars_shortest(capsys):
     fg.debug.print("s={s} t={s:.2f}", s=fg.tensor(1.3))
     fg.jit(lambda s: fg.debug.print("jit s={s}", s=s))(fg.tensor(1.3))
