@@ -373,10 +373,29 @@ def tensor(data, dtype=None, device=None) -> Tensor:
         return data if dtype is None else convert_element_type(data, dtypes.canonicalize(dtype))
     if gpu.is_gpu_array(data):  # a CuPy array: copied (the caller may mutate theirs)
         return wrap(data.astype(dtypes.canonicalize(dtype or data.dtype), copy=True))
+    if isinstance(data, (list, tuple)) and not _only_python_scalars(data):
+        leaves = list(_flatten_list(data))
+        if dtype is None and all(isinstance(x, (Tensor, np.ndarray, np.generic, bool, int,
+                                                float, complex)) for x in leaves):
+            # the dtype an operation on the elements would give (JAX's promotion, Python
+            # numbers weak): [fg.tensor(1.0), 2.0] is float32, not NumPy's float64
+            dtype = dtypes.result_type(*leaves)
+        if any(isinstance(x, Tensor) and (type(x) is not Tensor or x.device != CPU)
+               for x in leaves):  # traced or on a GPU: built by operations (differentiable)
+            return _stack_nested(data, dtypes.canonicalize(dtype))
     arr = to_numpy_array(data, dtype)
     if isinstance(data, (np.ndarray, list, tuple)) or arr.base is not None:
         arr = aligned_copy(arr)  # the caller may mutate their array afterwards
     return wrap(arr)
+
+
+def _stack_nested(data, dtype) -> Tensor:
+    """Nested lists holding traced (or GPU) tensors, stacked by operations."""
+    from funcgrad.numpy import asarray, stack
+
+    if isinstance(data, (list, tuple)):
+        return stack([_stack_nested(x, dtype) for x in data])
+    return asarray(data).astype(dtype)
 
 
 ALIGNMENT = 64

@@ -584,3 +584,20 @@ def test_nbytes_itemsize_and_item_with_an_index():
     t = fg.tensor(np.arange(6, dtype=np.float64).reshape(2, 3))
     assert t.itemsize == 8 and t.nbytes == 48
     assert t.item(4) == 4.0 and t.item(1, 2) == 5.0
+
+
+def test_lists_of_traced_values_stack_and_stay_differentiable_as_jax():
+    x = fg.tensor([1.0, 2.0, 3.0])
+    np.testing.assert_array_equal(fg.jit(lambda x: fg.tensor([x[0], 1.0]))(x).numpy(), [1, 1])
+    grad = fg.grad(lambda x: fg.tensor([x[0], x[1] * 2]).sum())(x)
+    np.testing.assert_array_equal(grad.numpy(), [1.0, 2.0, 0.0])
+    rows = fg.vmap(lambda r: fg.asarray([r[1], r[0]]))(fg.tensor([[1.0, 2.0], [3.0, 4.0]]))
+    np.testing.assert_array_equal(rows.numpy(), [[2.0, 1.0], [4.0, 3.0]])
+
+
+@pytest.mark.parametrize("data,dtype", [
+    ([fg.tensor(1.0), 2.0], fg.float32), ([fg.tensor(1), fg.tensor(2.5)], fg.float32),
+    ([fg.tensor(1), 2], fg.int32), ([fg.tensor(1.0, dtype=fg.float16), 2.0], fg.float16),
+    ([np.float32(1), 2.0], fg.float32), ([np.array([1.0, 2.0]), [3, 4]], fg.float64)])
+def test_mixed_lists_promote_as_jax(data, dtype):
+    assert fg.tensor(data).dtype == dtype
