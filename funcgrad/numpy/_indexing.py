@@ -429,10 +429,13 @@ def argsort(x, axis=-1, kind=None, order=None, *, stable: bool = True,
     if x.ndim == 0:
         return st.full((), 0, dtypes.int32)
     axis = normalize_axis("argsort", axis, x.ndim)
-    keys = -x if descending and x.dtype.kind not in "bu" else x
-    if descending and x.dtype.kind in "bu":
-        keys = ew.convert_element_type(x, dtypes.int64) * -1
-    _, perm = sorting.sort((keys, st.iota(dtypes.int32, x.shape, axis)), axis, 1)
+    if descending:
+        # a stable ascending sort of the reversed values, reversed back: equal values keep
+        # their order, NaNs come first (as sort(descending=True)), and nothing overflows
+        # as negating the most negative integer would
+        flipped = argsort(st.rev(x, (axis,)), axis)
+        return (x.shape[axis] - 1) - st.rev(flipped, (axis,))
+    _, perm = sorting.sort((x, st.iota(dtypes.int32, x.shape, axis)), axis, 1)
     return perm
 
 

@@ -302,3 +302,15 @@ def test_take_modes():
     assert ints.tolist() == [1, np.iinfo(np.int32).min]
     with pytest.raises(ValueError, match="mode"):
         fnp.take(x, fg.tensor([0]), mode="bogus")
+
+
+@pytest.mark.parametrize("values,dtype", [
+    ([-128, 5, 0, 5], np.int8), ([-2**31, 5, 0], np.int32), ([1.0, np.nan, 2.0, 1.0], np.float32),
+    ([3, 1, 3, 2], np.uint8), ([True, False, True], np.bool_)])
+def test_argsort_descending_is_stable_without_overflow_and_nans_first(values, dtype):
+    a = np.array(values, dtype)
+    # stable descending order as JAX: equal values keep their order, NaN first
+    expected = (len(a) - 1 - np.argsort(a[::-1], kind="stable"))[::-1]
+    for run in (lambda f: f, fg.jit):
+        got = run(lambda t: fnp.argsort(t, descending=True))(fg.tensor(a))
+        np.testing.assert_array_equal(got.numpy(), expected)
