@@ -164,12 +164,15 @@ def mean(x, axis=None, dtype=None, keepdims: bool = False):
     return ew.convert_element_type(total / _count(x.shape, axes), target)
 
 
-def var(x, axis=None, dtype=None, ddof: int = 0, keepdims: bool = False):
-    """Variance over ``axis`` with ``ddof`` delta degrees of freedom.
+def var(x, axis=None, dtype=None, ddof: int = 0, keepdims: bool = False, *,
+        correction=None):
+    """Variance over ``axis`` with ``ddof`` delta degrees of freedom (``correction``, the
+    array API's name, replaces it when given); inf or NaN when ``ddof`` >= the count.
 
     >>> fnp.var(fg.tensor([1.0, 2.0, 3.0, 4.0]))
     tensor(1.25, dtype=float32)
     """
+    ddof = _ddof("var", ddof, correction)
     x = asarray(x)
     axes = normalize_axes("var", axis, x.ndim)
     target = dtypes.float_dtype_for(x.dtype) if dtype is None else dtypes.canonicalize(dtype)
@@ -183,12 +186,21 @@ def var(x, axis=None, dtype=None, ddof: int = 0, keepdims: bool = False):
         squared = elt.real(centered * elt.conjugate(centered))
     else:
         squared = centered * centered
-    n = _count(x.shape, axes) - ddof
+    n = builtins.max(_count(x.shape, axes) - ddof, 0)  # as NumPy: never negative
     return sum(squared, axis=axes, keepdims=keepdims) / n
 
 
-def std(x, axis=None, dtype=None, ddof: int = 0, keepdims: bool = False):
+def _ddof(name, ddof, correction):
+    if correction is None:
+        return ddof
+    if ddof != 0:
+        raise ValueError(f"{name}: pass ddof or correction, not both")
+    return correction
+
+
+def std(x, axis=None, dtype=None, ddof: int = 0, keepdims: bool = False, *, correction=None):
     """Standard deviation over ``axis`` (square root of ``var``)."""
+    ddof = _ddof("std", ddof, correction)
     x = asarray(x)
     normalize_axes("std", axis, x.ndim)  # so a bad axis is reported as std's
     return elt.sqrt(var(x, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims))

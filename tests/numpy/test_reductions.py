@@ -274,3 +274,15 @@ def test_half_precision_sums_accumulate_in_float32(dtype):
     data = (np.random.default_rng(0).standard_normal(5000) + 10).astype(np.float32)
     spread = fnp.var(fg.tensor(data).astype(dtype))
     assert np.isfinite(float(spread)) and abs(float(spread) - data.var()) < 0.1
+
+
+def test_var_and_std_with_ddof_at_least_the_count_are_inf_or_nan_as_numpy():
+    with np.errstate(all="ignore"):
+        for values, ddof in (([1.0, 2.0], 3), ([1.0, 1.0], 2), ([3.0], 2)):
+            for fn in (fnp.var, fnp.std):
+                want = getattr(np, fn.__name__)(np.array(values, np.float32), ddof=ddof)
+                np.testing.assert_array_equal(fn(fg.tensor(values), ddof=ddof).numpy(), want)
+    # the array API's correction= is ddof
+    assert float(fnp.var(fg.tensor([1.0, 2.0, 3.0]), correction=1)) == 1.0
+    with pytest.raises(ValueError, match="not both"):
+        fnp.std(fg.tensor([1.0, 2.0]), ddof=1, correction=1)
