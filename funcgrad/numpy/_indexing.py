@@ -16,6 +16,7 @@ from funcgrad.core.prims import indexing as ix
 from funcgrad.core.prims import sorting
 from funcgrad.core.prims import structural as st
 from funcgrad.core.tensor import Tensor
+from funcgrad.numpy import _elementwise as elt
 from funcgrad.numpy._util import asarray, broadcast_shapes, broadcast_to, normalize_axis
 
 _INT_TYPES = (int, np.integer)
@@ -282,14 +283,17 @@ class _AtRef:
     multiply = mul
 
     def divide(self, values, **_):
-        """A copy with the selected elements divided by ``values``."""
+        """A copy with the selected elements divided by ``values`` (true division, as
+        ``x / y``: integers give floats; repeats divide repeatedly), as JAX's."""
         x = asarray(self.tensor)
-        return _update(x, self.index, 1 / asarray(values, x.dtype), "mul")
+        return elt.true_divide(x, _update(st.full(x.shape, 1, x.dtype), self.index, values,
+                                          "mul"))
 
     def power(self, values, **_):
-        """A copy with the selected elements raised to ``values``."""
+        """A copy with the selected elements raised to ``values`` (repeats multiply the
+        exponents), as JAX's."""
         x = asarray(self.tensor)
-        return _update(x, self.index, getitem(x, self.index) ** values, "set")
+        return elt.power(x, _update(st.full(x.shape, 1, x.dtype), self.index, values, "mul"))
 
     def min(self, values, **_):
         """A copy with the selected elements replaced by min(element, values)."""

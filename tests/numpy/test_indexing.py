@@ -314,3 +314,14 @@ def test_argsort_descending_is_stable_without_overflow_and_nans_first(values, dt
     for run in (lambda f: f, fg.jit):
         got = run(lambda t: fnp.argsort(t, descending=True))(fg.tensor(a))
         np.testing.assert_array_equal(got.numpy(), expected)
+
+
+def test_at_divide_and_power_as_jax():
+    for run in (lambda f: f, fg.jit):
+        # true division: integers give floats (the old 1/v in the int dtype gave 0)
+        out = run(lambda t: t.at[0].divide(2))(fg.tensor([7, 8]))
+        assert out.dtype == fg.float32
+        np.testing.assert_array_equal(out.numpy(), [3.5, 8.0])
+        # a repeated index multiplies the exponents: (2 ** 2) ** 2
+        out = run(lambda t: t.at[fg.tensor([0, 0])].power(2.0))(fg.tensor([2.0, 8.0]))
+        np.testing.assert_array_equal(out.numpy(), [16.0, 8.0])
