@@ -328,11 +328,14 @@ def _lower_sort_comparator(ctx, args, in_avals, dimension, num_keys):
     # IREE sorts its operands' buffers in place, even the caller's input tensor or a
     # constant ("write affecting operations on global resources"): every operand is first
     # copied into one element more along the sort axis, a value that sorts last (the
-    # largest key, the largest position), sliced off afterwards
+    # largest key, the largest position), sliced off afterwards.  Payloads pad with their
+    # own number: two equal payloads (the positions twice, in a gradient) would otherwise
+    # become one buffer after CSE, sorted twice in place ("write affecting operations on
+    # global resources" again)
     length = in_avals[0].shape[dimension]
     grown = [_grown(a, dimension) for a in in_avals]
     args = [_pad_last(ctx, v, a, g, dimension,
-                      length if k == tie else _sorts_last(a.dtype) if k < num_keys else 0)
+                      length if k == tie else _sorts_last(a.dtype) if k < num_keys else k)
             for k, (v, a, g) in enumerate(zip(args, in_avals, grown, strict=True))]
     final_avals, in_avals = in_avals, grown
     op = ctx.op("stablehlo.sort", args, [a.strip_weak() for a in in_avals],
