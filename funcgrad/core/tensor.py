@@ -164,7 +164,8 @@ class Tensor:
                                threshold=1000, edgeitems=3)
         placed = self.device
         where = "" if placed == CPU else f", device={str(placed)!r}"
-        return f"tensor({body}, dtype={self.dtype.name}{where})"
+        shape = f", shape={self.shape}" if self.size == 0 and self.ndim > 1 else ""
+        return f"tensor({body}{shape}, dtype={self.dtype.name}{where})"
 
     def __str__(self) -> str:
         return str(self._host())

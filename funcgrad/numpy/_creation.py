@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import inspect
 import math
+import operator
 
 import numpy as np
 
@@ -19,12 +20,13 @@ from funcgrad.numpy._util import asarray
 
 
 def _shape(shape) -> tuple:
-    if isinstance(shape, (int, np.integer)):
+    if isinstance(shape, Tensor) and shape.ndim == 0 or isinstance(shape, (int, np.integer)):
         shape = (shape,)
     try:
         if isinstance(shape, str):
             raise TypeError
-        shape = tuple(int(d) for d in shape)
+        # integers only (a concrete integer tensor too), as JAX: 2.5 is an error, not 2
+        shape = tuple(operator.index(d) for d in shape)
     except (TypeError, ValueError):
         raise TypeError(f"shape must be an int or a sequence of ints, got {shape!r}") from None
     if any(d < 0 for d in shape):

@@ -115,6 +115,12 @@ def getitem(x, index, fill=None):
     are clamped into range as JAX does, or, with ``fill`` given, pick ``fill`` instead.
     """
     x = asarray(x)
+    if isinstance(index, Tensor) and index.ndim == 0 and index.dtype == dtypes.bool_:
+        # a 0-d mask, as NumPy: a new leading axis of length 1 (True) or 0 (False)
+        if _is_traced(index):
+            raise TypeError("indexing with a traced 0-d boolean: the result's shape depends "
+                            "on its value; use fnp.where(cond, x, y)")
+        return getitem(st.reshape(x, (1, *x.shape)), slice(0, int(bool(index))))
     entries = _expand_entries(index, x.ndim)
     has_advanced = any(isinstance(e, _Advanced) for e in entries)
     if has_advanced:  # with arrays present, ints act as 0-d integer arrays (NumPy)
@@ -387,6 +393,8 @@ def take_along_axis(x, indices, axis):
     indices = indices if isinstance(indices, Tensor) else _index_array(indices)
     if axis is None:
         x, axis = st.reshape(x, (x.size,)), 0
+    if not dtypes.is_integer(indices.dtype):
+        raise TypeError(f"take_along_axis: indices must be integers, got {indices.dtype.name}")
     if indices.ndim != x.ndim:
         raise ValueError(f"take_along_axis: indices of rank {indices.ndim} must match x's rank "
                          f"{x.ndim}")

@@ -100,6 +100,7 @@ _OPERATORS = {
     "__mod__": fnp.remainder,
     "__rmod__": _swap(fnp.remainder),
     "__divmod__": lambda a, b: (fnp.floor_divide(a, b), fnp.remainder(a, b)),
+    "__rdivmod__": lambda a, b: (fnp.floor_divide(b, a), fnp.remainder(b, a)),
     "__pow__": fnp.power,
     "__rpow__": _swap(fnp.power),
     "__matmul__": fnp.matmul,

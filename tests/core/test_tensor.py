@@ -601,3 +601,18 @@ def test_lists_of_traced_values_stack_and_stay_differentiable_as_jax():
     ([np.float32(1), 2.0], fg.float32), ([np.array([1.0, 2.0]), [3, 4]], fg.float64)])
 def test_mixed_lists_promote_as_jax(data, dtype):
     assert fg.tensor(data).dtype == dtype
+
+
+def test_small_numpy_conformance_cases():
+    assert repr(fg.zeros((2, 0))) == "tensor([], shape=(2, 0), dtype=float32)"
+    assert repr(fg.zeros((0,))) == "tensor([], dtype=float32)"
+    q, r = divmod(7, fg.tensor([3, -3]))
+    np.testing.assert_array_equal(q.numpy(), [2, -3])
+    np.testing.assert_array_equal(r.numpy(), [1, -2])
+    with pytest.raises(TypeError, match="shape"):
+        fg.zeros((2.5,))
+    assert fg.zeros(fg.tensor(3)).shape == (3,)
+    t = fg.tensor([[1.0, 2.0], [3.0, 4.0]])
+    assert t[fg.tensor(True)].shape == (1, 2, 2) and t[fg.tensor(False)].shape == (0, 2, 2)
+    with pytest.raises(TypeError, match="integers"):
+        fg.numpy.take_along_axis(t, fg.tensor([[0.0], [1.0]]), axis=1)
