@@ -9,7 +9,13 @@ from funcgrad.core.prims import elementwise as ew
 from funcgrad.core.prims import reductions as red
 from funcgrad.core.prims.structural import broadcast_in_dim, reshape
 from funcgrad.numpy import _elementwise as elt
-from funcgrad.numpy._util import asarray, normalize_axes, normalize_axis
+from funcgrad.numpy._util import (
+    asarray,
+    broadcast_shapes,
+    broadcast_to,
+    normalize_axes,
+    normalize_axis,
+)
 
 
 def _keep(y, x_shape, axes, keepdims):
@@ -43,32 +49,53 @@ def _accumulated(prim_fn, x, target, *args):
     return out if wide == target else ew.convert_element_type(out, target)
 
 
-def sum(x, axis=None, dtype=None, keepdims: bool = False):  # noqa: A001
-    """Sum over ``axis`` (all axes by default).
+def _masked(name, x, where, fill):
+    """``x`` with the elements where ``where`` (broadcast to x's shape) is False replaced
+    by ``fill``: NumPy's ``where=`` of reductions."""
+    if where is None:
+        return x
+    return elt.where(_mask(name, where, x.shape), x, fill)
+
+
+def _mask(name, where, shape):
+    mask = elt._truth(where)
+    if broadcast_shapes(name, mask.shape, shape) != shape:
+        raise ValueError(f"{name}: where= of shape {mask.shape} does not broadcast to the "
+                         f"input's shape {shape}")
+    return broadcast_to(mask, shape)
+
+
+def sum(x, axis=None, dtype=None, keepdims: bool = False, *, where=None):  # noqa: A001
+    """Sum over ``axis`` (all axes by default), of the elements where ``where`` holds.
 
     >>> fnp.sum(fg.tensor([[1.0, 2.0], [3.0, 4.0]]), axis=0)
     tensor([4., 6.], dtype=float32)
     """
-    x = asarray(x)
+    x = _masked("sum", asarray(x), where, 0)
     axes = normalize_axes("sum", axis, x.ndim)
     target = _sum_dtype(x.dtype) if dtype is None else dtypes.canonicalize(dtype)
     return _keep(_accumulated(red.reduce_sum, x, target, axes), x.shape, axes, keepdims)
 
 
-def prod(x, axis=None, dtype=None, keepdims: bool = False):
-    """Product over ``axis``.
+def prod(x, axis=None, dtype=None, keepdims: bool = False, *, where=None):
+    """Product over ``axis`` (of the elements where ``where`` holds).
 
     >>> fnp.prod(fg.tensor([1.0, 2.0, 3.0]))
     tensor(6., dtype=float32)
     """
-    x = asarray(x)
+    x = _masked("prod", asarray(x), where, 1)
     axes = normalize_axes("prod", axis, x.ndim)
     target = _sum_dtype(x.dtype) if dtype is None else dtypes.canonicalize(dtype)
     return _keep(_accumulated(red.reduce_prod, x, target, axes), x.shape, axes, keepdims)
 
 
-def _extremum(name, prim_fn, x, axis, keepdims, initial=None):
+def _extremum(name, prim_fn, x, axis, keepdims, initial=None, where=None):
     x = asarray(x)
+    if where is not None:
+        if initial is None:
+            raise ValueError(f"{name}: where= needs initial= (the value of a reduction over "
+                             "no element), as in NumPy and JAX")
+        x = _masked(name, x, where, initial)
     axes = normalize_axes(name, axis, x.ndim)
     if initial is None and builtins.any(x.shape[a] == 0 for a in axes):
         raise ValueError(f"{name}: zero-size reduction over axis {axis} of shape {x.shape} has "
@@ -79,18 +106,18 @@ def _extremum(name, prim_fn, x, axis, keepdims, initial=None):
     return _keep(y, x.shape, axes, keepdims)
 
 
-def max(x, axis=None, keepdims: bool = False, initial=None):  # noqa: A001
-    """Largest element over ``axis`` (NaN propagates).
+def max(x, axis=None, keepdims: bool = False, initial=None, *, where=None):  # noqa: A001
+    """Largest element over ``axis`` (NaN propagates); ``where`` needs ``initial``.
 
     >>> fnp.max(fg.tensor([1.0, 5.0, 2.0]))
     tensor(5., dtype=float32)
     """
-    return _extremum("max", red.reduce_max, x, axis, keepdims, initial)
+    return _extremum("max", red.reduce_max, x, axis, keepdims, initial, where)
 
 
-def min(x, axis=None, keepdims: bool = False, initial=None):  # noqa: A001
-    """Smallest element over ``axis`` (NaN propagates)."""
-    return _extremum("min", red.reduce_min, x, axis, keepdims, initial)
+def min(x, axis=None, keepdims: bool = False, initial=None, *, where=None):  # noqa: A001
+    """Smallest element over ``axis`` (NaN propagates); ``where`` needs ``initial``."""
+    return _extremum("min", red.reduce_min, x, axis, keepdims, initial, where)
 
 
 amax, amin = max, min
@@ -124,16 +151,16 @@ def argmin(x, axis=None, keepdims: bool = False):
     return _arg("argmin", red.argmin, x, axis, keepdims)
 
 
-def all(x, axis=None, keepdims: bool = False):  # noqa: A001
-    """True if every element over ``axis`` is truthy."""
-    x = elt._truth(x)
+def all(x, axis=None, keepdims: bool = False, *, where=None):  # noqa: A001
+    """True if every element over ``axis`` (where ``where`` holds) is truthy."""
+    x = _masked("all", elt._truth(x), where, True)
     axes = normalize_axes("all", axis, x.ndim)
     return _keep(red.reduce_and(x, axes), x.shape, axes, keepdims)
 
 
-def any(x, axis=None, keepdims: bool = False):  # noqa: A001
-    """True if some element over ``axis`` is truthy."""
-    x = elt._truth(x)
+def any(x, axis=None, keepdims: bool = False, *, where=None):  # noqa: A001
+    """True if some element over ``axis`` (where ``where`` holds) is truthy."""
+    x = _masked("any", elt._truth(x), where, False)
     axes = normalize_axes("any", axis, x.ndim)
     return _keep(red.reduce_or(x, axes), x.shape, axes, keepdims)
 
@@ -150,8 +177,9 @@ def _count(x_shape, axes):
     return n
 
 
-def mean(x, axis=None, dtype=None, keepdims: bool = False):
-    """Arithmetic mean over ``axis`` (integers average in float32).
+def mean(x, axis=None, dtype=None, keepdims: bool = False, *, where=None):
+    """Arithmetic mean over ``axis`` (integers average in float32), of the elements where
+    ``where`` holds.
 
     >>> fnp.mean(fg.tensor([1, 2, 3, 4]))
     tensor(2.5, dtype=float32)
@@ -160,12 +188,22 @@ def mean(x, axis=None, dtype=None, keepdims: bool = False):
     axes = normalize_axes("mean", axis, x.ndim)
     target = dtypes.float_dtype_for(x.dtype) if dtype is None else dtypes.canonicalize(dtype)
     wide = _upcast(target)
-    total = sum(ew.convert_element_type(x, wide), axis=axes, keepdims=keepdims)
-    return ew.convert_element_type(total / _count(x.shape, axes), target)
+    total = sum(ew.convert_element_type(x, wide), axis=axes, keepdims=keepdims, where=where)
+    return ew.convert_element_type(total / _counted(x.shape, axes, keepdims, where, wide),
+                                   target)
+
+
+def _counted(shape, axes, keepdims, where, dtype):
+    """How many elements a reduction over ``axes`` takes: all of them, or those where
+    ``where`` holds (a tensor of counts)."""
+    if where is None:
+        return _count(shape, axes)
+    ones = ew.convert_element_type(_mask("mean", where, shape), dtype)
+    return sum(ones, axis=axes, keepdims=keepdims)
 
 
 def var(x, axis=None, dtype=None, ddof: int = 0, keepdims: bool = False, *,
-        correction=None):
+        correction=None, where=None):
     """Variance over ``axis`` with ``ddof`` delta degrees of freedom (``correction``, the
     array API's name, replaces it when given); inf or NaN when ``ddof`` >= the count.
 
@@ -178,16 +216,18 @@ def var(x, axis=None, dtype=None, ddof: int = 0, keepdims: bool = False, *,
     target = dtypes.float_dtype_for(x.dtype) if dtype is None else dtypes.canonicalize(dtype)
     if _upcast(target) != target:
         wide = var(ew.convert_element_type(x, _upcast(target)), axis=axes, ddof=ddof,
-                   keepdims=keepdims)
+                   keepdims=keepdims, where=where)
         return ew.convert_element_type(wide, target)
     x = ew.convert_element_type(x, target)
-    centered = x - mean(x, axis=axes, keepdims=True)
+    centered = x - mean(x, axis=axes, keepdims=True, where=where)
     if dtypes.is_complex(x.dtype):
         squared = elt.real(centered * elt.conjugate(centered))
     else:
         squared = centered * centered
-    n = builtins.max(_count(x.shape, axes) - ddof, 0)  # as NumPy: never negative
-    return sum(squared, axis=axes, keepdims=keepdims) / n
+    count = _counted(x.shape, axes, keepdims, where, squared.dtype)
+    # as NumPy: the divisor is never negative
+    n = builtins.max(count - ddof, 0) if where is None else elt.maximum(count - ddof, 0)
+    return sum(squared, axis=axes, keepdims=keepdims, where=where) / n
 
 
 def _ddof(name, ddof, correction):
@@ -198,12 +238,13 @@ def _ddof(name, ddof, correction):
     return correction
 
 
-def std(x, axis=None, dtype=None, ddof: int = 0, keepdims: bool = False, *, correction=None):
+def std(x, axis=None, dtype=None, ddof: int = 0, keepdims: bool = False, *, correction=None,
+        where=None):
     """Standard deviation over ``axis`` (square root of ``var``)."""
     ddof = _ddof("std", ddof, correction)
     x = asarray(x)
     normalize_axes("std", axis, x.ndim)  # so a bad axis is reported as std's
-    return elt.sqrt(var(x, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims))
+    return elt.sqrt(var(x, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims, where=where))
 
 
 def average(x, axis=None, weights=None, returned: bool = False, keepdims: bool = False):

@@ -286,3 +286,27 @@ def test_var_and_std_with_ddof_at_least_the_count_are_inf_or_nan_as_numpy():
     assert float(fnp.var(fg.tensor([1.0, 2.0, 3.0]), correction=1)) == 1.0
     with pytest.raises(ValueError, match="not both"):
         fnp.std(fg.tensor([1.0, 2.0]), ddof=1, correction=1)
+
+
+@pytest.mark.parametrize("name,kwargs", [
+    ("sum", {}), ("prod", {}), ("mean", {}), ("var", {}), ("std", {"ddof": 1}),
+    ("max", {"initial": -1.0}), ("min", {"initial": 100.0}), ("all", {}), ("any", {})])
+@pytest.mark.parametrize("axis", [None, 0, 1])
+def test_reductions_with_where_match_numpy(name, kwargs, axis):
+    x = np.arange(12.0).reshape(3, 4)
+    mask = x % 3 != 0
+    want = getattr(np, name)(x, axis=axis, where=mask, **kwargs)
+    fn = getattr(fnp, name)
+    for run in (lambda f: f, fg.jit):
+        got = run(lambda t, m: fn(t, axis=axis, where=m, **kwargs))(fg.tensor(x),
+                                                                    fg.tensor(mask))
+        np.testing.assert_allclose(got.numpy(), want, rtol=1e-12)
+
+
+def test_where_mask_broadcasts_and_max_needs_initial():
+    x = np.arange(12.0).reshape(3, 4)
+    row = np.array([True, False, True, True])
+    np.testing.assert_allclose(fnp.mean(fg.tensor(x), axis=1, where=fg.tensor(row)).numpy(),
+                               np.mean(x, axis=1, where=row))
+    with pytest.raises(ValueError, match="initial"):
+        fnp.max(fg.tensor(x), where=fg.tensor(row))
