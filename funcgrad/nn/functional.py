@@ -230,6 +230,14 @@ def _signed_labels(target):
 def _weighted_nll(name, logp_last, target, weight, ignore_index):
     """Per-element ``-weight[t] * logp[t]`` and the weights ``weight[t]`` (0 where ignored)."""
     num_classes = logp_last.shape[-1]
+    if type(target) is Tensor:
+        # concrete labels are checked, as PyTorch does (traced ones cannot be: a negative
+        # one would count from the end, a too large one is clamped)
+        labels = target.numpy()
+        bad = labels[(labels != ignore_index) & ((labels < 0) | (labels >= num_classes))]
+        if bad.size:
+            raise IndexError(f"{name}: target {int(bad[0])} is out of bounds for "
+                             f"{num_classes} classes (ignore_index={ignore_index})")
     ignored = target == ignore_index
     safe = fnp.where(ignored, 0, target)
     picked = fnp.take_along_axis(logp_last, fnp.expand_dims(safe, -1), axis=-1)[..., 0]

@@ -239,7 +239,7 @@ class Module(metaclass=_ModuleMeta):
                 raise AttributeError(
                     f"{type(self).__name__} is frozen and has no field {name!r}: declare it "
                     f"as an annotated field in the class body (e.g. `{name}: fg.Tensor`) and "
-                    "assign it in __init__")
+                    "assign it in __init__; model.replace(field=...) gives a modified copy")
             raise AttributeError(
                 f"{type(self).__name__} is frozen: cannot set {name!r} after __init__; use "
                 f"model.replace({name}=...) to get a modified copy")

@@ -69,6 +69,8 @@ def test_shuffle_needs_a_key():
         data.DataLoader(make(), batch_size=2, shuffle=True)
     with pytest.raises(ValueError, match="batch_size"):
         data.DataLoader(make(), batch_size=0)
+    with pytest.raises(TypeError, match=r"random.key\(seed\)"):  # a seed is not a key
+        data.DataLoader(make(), batch_size=2, shuffle=True, key=0)
 
 
 class _Failing:

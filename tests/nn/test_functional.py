@@ -246,3 +246,14 @@ def test_layer_norm_functional():
     np.testing.assert_allclose(F.layer_norm(fg.tensor(x), (5,)), want, rtol=1e-10)
     with pytest.raises(ValueError, match="trailing"):
         F.layer_norm(fg.tensor(x), (4,))
+
+
+def test_concrete_out_of_range_labels_raise_as_pytorch():
+    logits = fg.ones((4, 5))
+    for labels in ([0, 1, -3, 2], [0, 1, 7, 2]):
+        with pytest.raises(IndexError, match="out of bounds for 5 classes"):
+            F.cross_entropy(logits, fg.tensor(labels))
+        with pytest.raises(IndexError, match="out of bounds"):
+            F.nll_loss(logits, fg.tensor(labels))
+    # the ignore_index is no error
+    assert np.isfinite(float(F.cross_entropy(logits, fg.tensor([0, -100, 1, 2]))))
