@@ -297,8 +297,10 @@ def cumprod(x, axis=None, dtype=None):
     return _cumulative("cumprod", red.cumprod, x, axis, dtype)
 
 
-def logsumexp(x, axis=None, keepdims: bool = False, b=None):
-    """log(sum(b * exp(x))) over ``axis``, computed without overflow.
+def logsumexp(x, axis=None, keepdims: bool = False, b=None, return_sign: bool = False):
+    """log(sum(b * exp(x))) over ``axis``, computed without overflow; ``x`` and ``b``
+    broadcast together.  ``return_sign``: ``(log|sum|, sign(sum))``, for weights ``b``
+    that make the sum negative (otherwise its log is NaN), as JAX.
 
     >>> fnp.logsumexp(fg.tensor([1000.0, 1000.0]))
     tensor(1000.6931, dtype=float32)
@@ -306,6 +308,10 @@ def logsumexp(x, axis=None, keepdims: bool = False, b=None):
     x = asarray(x)
     if not dtypes.is_inexact(x.dtype):
         x = ew.convert_element_type(x, dtypes.float32)
+    if b is not None:
+        b = asarray(b)
+        shape = broadcast_shapes("logsumexp", x.shape, b.shape)
+        x, b = broadcast_to(x, shape), broadcast_to(b, shape)
     axes = normalize_axes("logsumexp", axis, x.ndim)
     peak = red.reduce_max(x, axes) if x.size else elt.full_like(
         sum(x, axis=axes), float("-inf"))
@@ -316,8 +322,11 @@ def logsumexp(x, axis=None, keepdims: bool = False, b=None):
     shifted = elt.exp(x - _bcast(peak, x.shape, kept))
     if b is not None:
         shifted = shifted * b
-    out = elt.log(sum(shifted, axis=axes)) + peak
-    return _keep(out, x.shape, axes, keepdims)
+    total = sum(shifted, axis=axes)
+    if not return_sign:
+        return _keep(elt.log(total) + peak, x.shape, axes, keepdims)
+    out = _keep(elt.log(elt.abs(total)) + peak, x.shape, axes, keepdims)
+    return out, _keep(elt.sign(total), x.shape, axes, keepdims)
 
 
 # the public names are this module's own functions (not the helpers it imports)

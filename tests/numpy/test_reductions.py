@@ -310,3 +310,13 @@ def test_where_mask_broadcasts_and_max_needs_initial():
                                np.mean(x, axis=1, where=row))
     with pytest.raises(ValueError, match="initial"):
         fnp.max(fg.tensor(x), where=fg.tensor(row))
+
+
+def test_logsumexp_broadcasts_b_and_returns_the_sign():
+    out = fnp.logsumexp(fg.tensor(2.0), b=fg.ones((1, 3, 1)))
+    assert out.shape == () and float(out) == pytest.approx(2 + np.log(3))
+    x, b = np.array([1.0, 2.0, 3.0]), np.array([1.0, -2.0, 0.5])
+    value, sign = fnp.logsumexp(fg.tensor(x), b=fg.tensor(b), return_sign=True)
+    total = np.sum(b * np.exp(x))
+    assert float(sign) == np.sign(total)
+    assert float(value) == pytest.approx(np.log(abs(total)))
