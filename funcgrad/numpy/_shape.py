@@ -308,10 +308,19 @@ def roll(x, shift, axis=None):
     x = asarray(x)
     if axis is None:
         return reshape(roll(ravel(x), shift, 0), x.shape)
-    shifts = np.atleast_1d(shift).tolist() if not hasattr(shift, "aval") else None
-    if shifts is None:
-        raise NotImplementedError("roll: the shift must be a Python int (static)")
     axes = [normalize_axis("roll", a, x.ndim) for a in np.atleast_1d(axis).tolist()]
+    if isinstance(shift, Tensor) and type(shift) is not Tensor:  # traced: gather
+        if shift.ndim != 0 or len(axes) != 1:
+            raise NotImplementedError("roll: a traced shift must be one scalar for one axis")
+        n = x.shape[axes[0]]
+        if n == 0:
+            return x
+        from funcgrad.numpy._elementwise import remainder
+        from funcgrad.numpy._indexing import take
+
+        positions = st.iota(dtypes.int32, (n,), 0) - shift.astype(dtypes.int32)
+        return take(x, remainder(positions, n), axis=axes[0])
+    shifts = np.atleast_1d(np.asarray(shift)).tolist()
     if len(shifts) == 1:
         shifts = shifts * len(axes)
     if len(shifts) != len(axes):

@@ -315,3 +315,14 @@ def test_pad_with_per_axis_constant_values(values):
     np.testing.assert_array_equal(fnp.pad(fg.tensor(a), widths, constant_values=values), want)
     np.testing.assert_array_equal(
         fg.jit(lambda x: fnp.pad(x, widths, constant_values=values))(fg.tensor(a)), want)
+
+
+def test_roll_by_a_tensor_shift_concrete_traced_and_batched():
+    x = np.arange(10.0).reshape(2, 5)
+    for shift in (2, -7):
+        want = np.roll(x, shift, axis=1)
+        np.testing.assert_array_equal(fnp.roll(fg.tensor(x), fg.tensor(shift), axis=1), want)
+        jitted = fg.jit(lambda x, s: fnp.roll(x, s, axis=1))(fg.tensor(x), fg.tensor(shift))
+        np.testing.assert_array_equal(jitted.numpy(), want)
+    rows = fg.vmap(lambda s: fnp.roll(fnp.arange(4), s))(fg.tensor([0, 1, 2]))
+    np.testing.assert_array_equal(rows.numpy(), [np.roll(np.arange(4), s) for s in range(3)])
