@@ -47,14 +47,19 @@ def _resolve_shape(name, shape, size):
 
 
 def reshape(x, shape, order: str = "C"):
-    """Same elements in a new shape (one entry may be -1).
+    """Same elements in a new shape (one entry may be -1); ``order="F"`` reads and writes
+    them first index fastest, as NumPy.
 
     >>> fnp.reshape(fnp.arange(6), (2, -1))
     """
-    if order != "C":
-        raise NotImplementedError("reshape: only order='C' is supported")
+    if order not in ("C", "F"):
+        raise ValueError(f"reshape: order must be 'C' or 'F', got {order!r}")
     x = asarray(x)
-    return st.reshape(x, _resolve_shape("reshape", shape, x.size))
+    shape = _resolve_shape("reshape", shape, x.size)
+    if order == "F":  # C order on reversed axes
+        flat = st.reshape(transpose(x), shape[::-1])
+        return transpose(flat)
+    return st.reshape(x, shape)
 
 
 def ravel(x):

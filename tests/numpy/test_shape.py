@@ -326,3 +326,14 @@ def test_roll_by_a_tensor_shift_concrete_traced_and_batched():
         np.testing.assert_array_equal(jitted.numpy(), want)
     rows = fg.vmap(lambda s: fnp.roll(fnp.arange(4), s))(fg.tensor([0, 1, 2]))
     np.testing.assert_array_equal(rows.numpy(), [np.roll(np.arange(4), s) for s in range(3)])
+
+
+@pytest.mark.parametrize("shape", [(4, 6), (6, -1), (24,), (2, 2, 6)])
+def test_reshape_in_fortran_order_matches_numpy(shape):
+    x = np.arange(24).reshape(2, 3, 4)
+    np.testing.assert_array_equal(fnp.reshape(fg.tensor(x), shape, order="F"),
+                                  np.reshape(x, shape, order="F"))
+    np.testing.assert_array_equal(fg.tensor(x).reshape(shape, order="F"),
+                                  x.reshape(shape, order="F"))
+    with pytest.raises(ValueError, match="order"):
+        fnp.reshape(fg.tensor(x), shape, order="K")
