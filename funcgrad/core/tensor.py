@@ -387,7 +387,10 @@ def tensor(data, dtype=None, device=None) -> Tensor:
     arr = to_numpy_array(data, dtype)
     if isinstance(data, (np.ndarray, list, tuple)) or arr.base is not None:
         arr = aligned_copy(arr)  # the caller may mutate their array afterwards
-    return wrap(arr)
+    # a Python number stays weakly typed, as jnp.array(2.0): fg.tensor(2.0) + a float16
+    # tensor is float16
+    weak = dtype is None and type(data) in (int, float, complex)
+    return wrap(arr, weak)
 
 
 def _stack_nested(data, dtype) -> Tensor:

@@ -168,7 +168,12 @@ def test_strong_numpy_constant_gives_strong_result():
     out = registry["broadcast_in_dim"].bind(np.float32(1), shape=(2,), broadcast_dimensions=())
     assert not out.weak_type
     assert not fg.ones(2, dtype=fg.int8).weak_type
+    # full is strong, unlike jnp.full: it builds parameters, which must not change their
+    # promotion (or a jit signature) when an update makes them strong
     assert not fg.full(3, 2.0).weak_type
+    # a Python number made a tensor stays weak, as jnp.array(2.0)
+    assert fg.tensor(2.0).weak_type and not fg.tensor(2.0, dtype=fg.float32).weak_type
+    assert (fg.ones(2, dtype=fg.float16) + fg.tensor(2.0)).dtype == fg.float16
 
 
 @pytest.mark.parametrize("name,args,params,error", [

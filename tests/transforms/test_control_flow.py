@@ -220,12 +220,13 @@ def test_eager_control_flow_checks_types_as_jit_would():
     # as JAX: code that would fail under jit fails eagerly too, naming the two sides
     with pytest.raises(TypeError, match="true_fun is .*float32\\[2\\].* false_fun is"):
         fg.cond(fg.tensor(True), lambda x: x, lambda x: x[:1], fg.ones(2))
+    int0 = fg.tensor(0, dtype=fg.int32)  # strongly typed (fg.tensor(0) is weak, as JAX's)
     with pytest.raises(TypeError, match="scan: the initial carry is \\(int32\\[\\]\\)"):
-        fg.scan(lambda c, x: (c + x, c), fg.tensor(0), fg.ones(3))
+        fg.scan(lambda c, x: (c + x, c), int0, fg.ones(3))
     with pytest.raises(TypeError, match="fori_loop: init_val"):
-        fg.fori_loop(0, 3, lambda i, c: c + 0.5, fg.tensor(0))
+        fg.fori_loop(0, 3, lambda i, c: c + 0.5, int0)
     with pytest.raises(TypeError, match="while_loop: init_val"):
-        fg.while_loop(lambda c: c < 3, lambda c: c + 0.5, fg.tensor(0))
+        fg.while_loop(lambda c: c < 3, lambda c: c + 0.5, int0)
     # a Python-number start takes the body's dtype (JAX's weak-type promotion), also jitted
     assert fg.fori_loop(0, 3, lambda i, c: c + 0.5, 0).item() == 1.5
     assert fg.jit(lambda: fg.fori_loop(0, 3, lambda i, c: c + 0.5, 0))().item() == 1.5
