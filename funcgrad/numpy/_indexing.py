@@ -94,25 +94,35 @@ def _check_int(i, size, axis):
     return i % size
 
 
-def _normalized_indices(value, size, axis):
-    """Integer index tensor with negatives wrapped; concrete ones are bounds-checked."""
+def _normalized_indices(value, size, axis, mode=None):
+    """Integer index tensor with negatives wrapped; concrete ones are bounds-checked
+    (``mode=None``), clamped into range (``"clip"``) or left out of range (``"fill"``,
+    for the caller's mask)."""
     if not _is_traced(value):
         arr = np.asarray(value)
-        if arr.size and (arr.min() < -size or arr.max() >= size):
+        if mode is None and arr.size and (arr.min() < -size or arr.max() >= size):
             bad = arr[(arr < -size) | (arr >= size)].flat[0]
             raise IndexError(f"index {bad} is out of bounds for axis {axis} with size {size}")
-        return asarray(np.where(arr < 0, arr + size, arr).astype(
-            np.int32 if size < 2**31 else np.int64))
+        arr = np.where(arr < 0, arr + size, arr)
+        if mode == "clip":
+            arr = np.clip(arr, 0, max(size - 1, 0))
+        return asarray(arr.astype(np.int32 if size < 2**31 else np.int64))
     value = ew.convert_element_type(value, dtypes.int32) if value.dtype != dtypes.int32 else value
     size_t = st.full(value.shape, size, value.dtype)
-    return ew.select_n(ew.lt(value, st.zeros_like(value)), value, ew.add(value, size_t))
+    value = ew.select_n(ew.lt(value, st.zeros_like(value)), value, ew.add(value, size_t))
+    if mode == "clip":
+        value = ew.max(st.zeros_like(value), ew.min(value, st.full(value.shape, max(size - 1, 0),
+                                                                     value.dtype)))
+    return value
 
 
-def getitem(x, index, fill=None):
+def getitem(x, index, fill=None, mode=None):
     """``x[index]`` with NumPy semantics (advanced-index placement included).
 
     Concrete out-of-range indices raise ``IndexError``; traced ones (under jit, vmap, ...)
     are clamped into range as JAX does, or, with ``fill`` given, pick ``fill`` instead.
+    ``mode="clip"`` clamps every index, ``mode="fill"`` gives ``fill`` for every
+    out-of-range one, concrete ones too (``.at[].get(mode=...)``).
     """
     x = asarray(x)
     if isinstance(index, Tensor) and index.ndim == 0 and index.dtype == dtypes.bool_:
@@ -123,6 +133,8 @@ def getitem(x, index, fill=None):
         return getitem(st.reshape(x, (1, *x.shape)), slice(0, int(bool(index))))
     entries = _expand_entries(index, x.ndim)
     has_advanced = any(isinstance(e, _Advanced) for e in entries)
+    if mode is not None:  # ints as 0-d arrays, so that their range is handled by mode too
+        has_advanced = has_advanced or any(isinstance(e, int) for e in entries)
     if has_advanced:  # with arrays present, ints act as 0-d integer arrays (NumPy)
         entries = [_Advanced(asarray(np.int32(e))) if isinstance(e, int) else e
                    for e in entries]
@@ -183,13 +195,14 @@ def getitem(x, index, fill=None):
             kept += 1
     if advanced:
         axes = tuple(a for a, _ in advanced)
-        values = [_normalized_indices(v, x.shape[a], a) for a, v in advanced]
+        values = [_normalized_indices(v, x.shape[a], a, mode) for a, v in advanced]
         batch = broadcast_shapes("indexing", *(v.shape for v in values))
         cols = [st.reshape(broadcast_to(ew.convert_element_type(v, values[0].dtype), batch),
                            (*batch, 1)) for v in values]
         idx = st.concatenate(cols, len(batch))
         rest = [a for a in range(x.ndim) if a not in axes]
-        in_range = _traced_in_range(advanced, x.shape, batch) if fill is not None else None
+        in_range = _traced_in_range(advanced, x.shape, batch, every=mode == "fill") \
+            if fill is not None and mode != "clip" else None
         x = ix.gather(x, idx, axes)
         if in_range is not None:
             in_range = st.reshape(in_range, (*batch,) + (1,) * len(rest))
@@ -221,12 +234,13 @@ def getitem(x, index, fill=None):
     return x
 
 
-def _traced_in_range(advanced, shape, batch):
+def _traced_in_range(advanced, shape, batch, every=False):
     """Whether each traced advanced index row is in range (``[-size, size)``), broadcast to
-    the index batch shape; None when every index is concrete (those are checked already)."""
+    the index batch shape; None when every index is concrete (those are checked already),
+    unless ``every``."""
     ok = None
     for axis, value in advanced:
-        if not _is_traced(value):
+        if not (every or _is_traced(value)):
             continue
         size = shape[axis]
         value = asarray(value)
@@ -253,8 +267,24 @@ class _AtIndexer:
         return _AtRef(self.tensor, index)
 
 
+_GET_MODES = {None: None, "promise_in_bounds": None, "clip": "clip", "fill": "fill"}
+_UPDATE_MODES = {None: None, "promise_in_bounds": None, "clip": "clip", "drop": "fill"}
+
+
+def _at_mode(method, mode, table):
+    if mode not in table:
+        raise ValueError(f"at[].{method}: mode must be one of "
+                         f"{', '.join(repr(m) for m in table if m)} or None, got {mode!r}")
+    return table[mode]
+
+
 class _AtRef:
-    """``t.at[idx]``: ``.set/.add/.mul/.min/.max/.get`` return new tensors."""
+    """``t.at[idx]``: ``.get/.set/.add/.subtract/.mul/.divide/.power/.min/.max`` return new
+    tensors, as JAX's.  ``mode``: by default a concrete out-of-range index raises
+    ``IndexError`` (a traced one is clamped by ``get``, dropped by updates); ``"clip"``
+    clamps every index, ``"fill"`` (get, with ``fill_value``: NaN for floats by default)
+    and ``"drop"`` (updates) handle every out-of-range one, concrete ones too.
+    ``indices_are_sorted``/``unique_indices`` are accepted as hints."""
 
     __slots__ = ("tensor", "index")
 
@@ -262,60 +292,72 @@ class _AtRef:
         self.tensor = tensor
         self.index = index
 
-    def get(self, **_):
+    def get(self, *, mode=None, fill_value=None, indices_are_sorted=False,
+            unique_indices=False):
         """The selected elements, like ``t[idx]``."""
-        return getitem(self.tensor, self.index)
+        mode = _at_mode("get", mode, _GET_MODES)
+        x = asarray(self.tensor)
+        if mode == "fill" and fill_value is None:
+            fill_value = _default_fill(x.dtype)
+        return getitem(x, self.index, fill=fill_value, mode=mode)
 
-    def set(self, values, **_):
+    def set(self, values, *, mode=None, indices_are_sorted=False, unique_indices=False):
         """A copy with the selected elements replaced by ``values``.
 
         >>> fg.zeros(3).at[1].set(5.0)
         tensor([0., 5., 0.], dtype=float32)
         """
-        return _update(self.tensor, self.index, values, "set")
+        return _update(self.tensor, self.index, values, "set", _at_mode("set", mode,
+                                                                         _UPDATE_MODES))
 
-    def add(self, values, **_):
+    def add(self, values, *, mode=None, indices_are_sorted=False, unique_indices=False):
         """A copy with ``values`` added to the selected elements (repeats accumulate)."""
-        return _update(self.tensor, self.index, values, "add")
+        return _update(self.tensor, self.index, values, "add", _at_mode("add", mode,
+                                                                         _UPDATE_MODES))
 
-    def subtract(self, values, **_):
+    def subtract(self, values, *, mode=None, indices_are_sorted=False, unique_indices=False):
         """A copy with ``values`` subtracted from the selected elements."""
-        return _update(self.tensor, self.index, -asarray(values), "add")
+        return _update(self.tensor, self.index, -asarray(values), "add",
+                       _at_mode("subtract", mode, _UPDATE_MODES))
 
-    def mul(self, values, **_):
+    def mul(self, values, *, mode=None, indices_are_sorted=False, unique_indices=False):
         """A copy with the selected elements multiplied by ``values``."""
-        return _update(self.tensor, self.index, values, "mul")
+        return _update(self.tensor, self.index, values, "mul", _at_mode("mul", mode,
+                                                                         _UPDATE_MODES))
 
     multiply = mul
 
-    def divide(self, values, **_):
+    def divide(self, values, *, mode=None, indices_are_sorted=False, unique_indices=False):
         """A copy with the selected elements divided by ``values`` (true division, as
         ``x / y``: integers give floats; repeats divide repeatedly), as JAX's."""
         x = asarray(self.tensor)
         return elt.true_divide(x, _update(st.full(x.shape, 1, x.dtype), self.index, values,
-                                          "mul"))
+                                          "mul", _at_mode("divide", mode, _UPDATE_MODES)))
 
-    def power(self, values, **_):
+    def power(self, values, *, mode=None, indices_are_sorted=False, unique_indices=False):
         """A copy with the selected elements raised to ``values`` (repeats multiply the
         exponents), as JAX's."""
         x = asarray(self.tensor)
-        return elt.power(x, _update(st.full(x.shape, 1, x.dtype), self.index, values, "mul"))
+        return elt.power(x, _update(st.full(x.shape, 1, x.dtype), self.index, values, "mul",
+                                    _at_mode("power", mode, _UPDATE_MODES)))
 
-    def min(self, values, **_):
+    def min(self, values, *, mode=None, indices_are_sorted=False, unique_indices=False):
         """A copy with the selected elements replaced by min(element, values)."""
-        return _update(self.tensor, self.index, values, "min")
+        return _update(self.tensor, self.index, values, "min", _at_mode("min", mode,
+                                                                         _UPDATE_MODES))
 
-    def max(self, values, **_):
+    def max(self, values, *, mode=None, indices_are_sorted=False, unique_indices=False):
         """A copy with the selected elements replaced by max(element, values)."""
-        return _update(self.tensor, self.index, values, "max")
+        return _update(self.tensor, self.index, values, "max", _at_mode("max", mode,
+                                                                         _UPDATE_MODES))
 
 
-def _update(x, index, values, mode):
+def _update(x, index, values, mode, index_mode=None):
     x = asarray(x)
     index_dtype = dtypes.int32 if x.size < 2**31 else dtypes.int64
     # traced out-of-range indices point past the end, so the scatter drops them (as JAX)
     positions = getitem(st.reshape(st.iota(index_dtype, (x.size,), 0), x.shape), index,
-                        fill=x.size)
+                        fill=x.size, mode=index_mode)
     values = asarray(values)
     if values.dtype != x.dtype:
         values = ew.convert_element_type(values, x.dtype)
@@ -344,9 +386,10 @@ _TAKE_MODES = (None, "raise", "fill", "clip", "wrap")
 def take(x, indices, axis=None, mode=None, fill_value=None):
     """Elements of ``x`` at ``indices`` along ``axis`` (of the flattened ``x`` by default).
 
-    ``mode``: ``"clip"`` clamps indices into range, ``"wrap"`` takes them modulo the size;
-    by default (``None``/``"raise"``/``"fill"``) a concrete out-of-range index raises
-    ``IndexError`` and a traced one picks ``fill_value`` (NaN for floats, as JAX).
+    ``mode``: ``"clip"`` clamps indices into range, ``"wrap"`` takes them modulo the size,
+    ``"fill"`` picks ``fill_value`` (NaN for floats, as JAX) for out-of-range ones; by
+    default (``None``/``"raise"``) a concrete out-of-range index raises ``IndexError`` and a
+    traced one picks ``fill_value``.
 
     >>> fnp.take(fg.tensor([10, 20, 30]), fg.tensor([2, 0]))
     tensor([30, 10], dtype=int32)
@@ -369,7 +412,9 @@ def take(x, indices, axis=None, mode=None, fill_value=None):
         return getitem(x, (slice(None),) * axis + (indices,))
     if fill_value is None:
         fill_value = _default_fill(x.dtype)
-    return getitem(x, (slice(None),) * axis + (indices,), fill=fill_value)
+    # an explicit mode="fill" fills concrete out-of-range indices too (as JAX)
+    return getitem(x, (slice(None),) * axis + (indices,), fill=fill_value,
+                   mode="fill" if mode == "fill" else None)
 
 
 def _default_fill(dtype):

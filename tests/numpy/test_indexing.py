@@ -325,3 +325,38 @@ def test_at_divide_and_power_as_jax():
         # a repeated index multiplies the exponents: (2 ** 2) ** 2
         out = run(lambda t: t.at[fg.tensor([0, 0])].power(2.0))(fg.tensor([2.0, 8.0]))
         np.testing.assert_array_equal(out.numpy(), [16.0, 8.0])
+
+
+AT_MODE_CASES = [  # (operation, expected on arange(12).reshape(3, 4) with rows [0, 5, -1, -4])
+    (lambda a, i: a.at[i].get(mode="fill", fill_value=-1.0),
+     lambda x: np.stack([x[0], np.full(4, -1.0), x[2], np.full(4, -1.0)])),
+    (lambda a, i: a.at[i].get(mode="clip"), lambda x: x[[0, 2, 2, 0]]),
+    (lambda a, i: a.at[i].set(1.0, mode="drop"),
+     lambda x: np.where(np.arange(3)[:, None] % 2 == 0, 1.0, x)),
+    (lambda a, i: a.at[:, i].get(mode="fill", fill_value=-1.0),
+     lambda x: np.stack([x[:, 0], np.full(3, -1.0), x[:, 3], x[:, 0]], 1)),
+    (lambda a, i: a.at[7].get(mode="fill", fill_value=0.0), lambda x: np.zeros(4)),
+]
+
+
+@pytest.mark.parametrize("case", range(len(AT_MODE_CASES)))
+def test_at_modes_as_jax_for_concrete_and_traced_indices(case):
+    op, expected = AT_MODE_CASES[case]
+    x = np.arange(12.0).reshape(3, 4)
+    rows = fg.tensor([0, 5, -1, -4])
+    for run in (lambda f: f, fg.jit):
+        got = run(op)(fg.tensor(x), rows)
+        np.testing.assert_array_equal(got.numpy(), expected(x))
+
+
+def test_at_get_fill_defaults_and_bad_modes():
+    got = fg.tensor([1, 2]).at[fg.tensor([5])].get(mode="fill")
+    np.testing.assert_array_equal(got.numpy(), [np.iinfo(np.int32).min])
+    assert np.isnan(fg.tensor([1.0]).at[fg.tensor([3])].get(mode="fill").numpy()).all()
+    with pytest.raises(ValueError, match="mode must be one of"):
+        fg.zeros(3).at[0].get(mode="bogus")
+    with pytest.raises(ValueError, match="mode must be one of"):
+        fg.zeros(3).at[0].set(1.0, mode="fill")
+    x = fg.tensor(np.arange(12.0).reshape(3, 4))
+    filled = fnp.take(x, fg.tensor([-1, 5, 1]), axis=1, mode="fill", fill_value=-1.0)
+    np.testing.assert_array_equal(filled.numpy()[:, 1], [-1.0, -1.0, -1.0])
