@@ -42,6 +42,9 @@ def einsum(subscripts, *operands, optimize="greedy", precision=None,
     if not operands:
         raise ValueError("einsum: needs at least one operand")
     operands = promote("einsum", *operands)
+    if preferred_element_type is not None:
+        # accumulate in the wider type (int8 products summed in int32), not cast afterwards
+        operands = [convert_element_type(x, preferred_element_type) for x in operands]
     inputs, output = _parse(subscripts, operands)
     terms = [_prepare(x, labels, inputs, i, output) for i, (x, labels) in
              enumerate(zip(operands, inputs, strict=True))]
@@ -53,10 +56,7 @@ def einsum(subscripts, *operands, optimize="greedy", precision=None,
         terms = [_contract(terms[i], terms[j], needed)] + rest
     x, labels = terms[0]
     x, labels = _sum_out(x, labels, set(output))
-    x = transpose(x, [labels.index(label) for label in output])
-    if preferred_element_type is not None:
-        x = convert_element_type(x, preferred_element_type)
-    return x
+    return transpose(x, [labels.index(label) for label in output])
 
 
 def _from_interleaved(first, rest):

@@ -338,13 +338,29 @@ def floor_divide(x, y):
     """
     x, y = promote("floor_divide", x, y)
     if dtypes.is_inexact(x.dtype):
-        return floor(apply_elementwise("floor_divide", ew.div_p, x, y))
+        return _float_floor_divide(x, y)
     q = apply_elementwise("floor_divide", ew.div_p, x, y)
     if x.dtype.kind == "u":
         return q
     r = apply_elementwise("floor_divide", ew.rem_p, x, y)
     adjust = logical_and(not_equal(r, 0), not_equal(less(r, 0), less(y, 0)))  # noqa: F821
     return where(adjust, q - 1, q)
+
+
+def _float_floor_divide(x, y):
+    """NumPy's (and Python's) float floor division: from the exact remainder fmod(x, y),
+    not floor(x / y), whose rounded quotient can land on the next integer (7 // 0.1 is
+    69, floor(7 / 0.1) is 70); x / y where y is 0, NaN for an infinite x."""
+    r = apply_elementwise("floor_divide", ew.rem_p, x, y)
+    q = (x - r) / y
+    q = where(logical_and(not_equal(r, 0), not_equal(less(r, 0), less(y, 0))),  # noqa: F821
+              q - 1, q)
+    whole = floor(q)  # noqa: F821
+    whole = where(q - whole > 0.5, whole + 1, whole)
+    # a zero quotient keeps the sign of x / y; a zero divisor gives x / y (inf, NaN)
+    quotient = x / y
+    whole = where(equal(whole, 0), copysign(full_like(whole, 0), quotient), whole)  # noqa: F821
+    return where(equal(y, 0), quotient, whole)  # noqa: F821
 
 
 def remainder(x, y):
@@ -398,6 +414,10 @@ def logaddexp(x, y):
     >>> fnp.logaddexp(fg.tensor([1000.0]), 1000.0)
     """
     x, y = promote("logaddexp", x, y, to_inexact=True)
+    if dtypes.is_complex(x.dtype):  # log(e^m (1 + e^(other - m))), m the larger real part
+        first = greater_equal(real(x), real(y))  # noqa: F821
+        m, other = where(first, x, y), where(first, y, x)
+        return m + log1p(exp(other - m))  # noqa: F821
     big = maximum(x, y)  # noqa: F821
     delta = subtract(x, y)  # noqa: F821
     both_inf = logical_and(isinf(big), equal(x, y))  # noqa: F821
@@ -410,9 +430,14 @@ def logaddexp(x, y):
 
 
 def hypot(x, y):
-    """sqrt(x**2 + y**2), elementwise."""
+    """sqrt(x**2 + y**2), elementwise, without overflow or underflow in the squares (the
+    magnitude of x + iy); inf when either is infinite, even if the other is NaN."""
     x, y = promote("hypot", x, y, to_inexact=True)
-    return sqrt(x * x + y * y)  # noqa: F821
+    if dtypes.is_complex(x.dtype):
+        raise TypeError(f"hypot: real arguments only, got {x.dtype.name}")
+    wide = x.dtype if x.dtype in (dtypes.float32, dtypes.float64) else dtypes.float32
+    z = apply_elementwise("hypot", ew.complex_p, x.astype(wide), y.astype(wide))
+    return abs(z).astype(x.dtype)
 
 
 def deg2rad(x):
@@ -479,6 +504,9 @@ def nan_to_num(x, nan: float = 0.0, posinf=None, neginf=None):
     x = asarray(x)
     if not dtypes.is_inexact(x.dtype):
         return x
+    if dtypes.is_complex(x.dtype):  # each part on its own, as NumPy
+        return ew.complex_(nan_to_num(real(x), nan, posinf, neginf),
+                           nan_to_num(imag(x), nan, posinf, neginf))
     info = dtypes.finfo(x.dtype)
     posinf = float(info.max) if posinf is None else posinf
     neginf = float(info.min) if neginf is None else neginf
@@ -490,7 +518,8 @@ def nan_to_num(x, nan: float = 0.0, posinf=None, neginf=None):
 def heaviside(x, h0):
     """0 for x < 0, h0 at 0, 1 for x > 0."""
     x, h0 = promote("heaviside", x, h0)
-    return where(less(x, 0), 0, where(greater(x, 0), 1, h0))  # noqa: F821
+    out = where(less(x, 0), 0, where(greater(x, 0), 1, h0))  # noqa: F821
+    return where(isnan(x), x, out) if dtypes.is_inexact(x.dtype) else out
 
 
 def copysign(x, y):
@@ -505,7 +534,11 @@ def signbit(x):
     x = asarray(x)
     if not dtypes.is_inexact(x.dtype):
         return less(x, 0)  # noqa: F821
-    return logical_or(less(x, 0), logical_and(equal(x, 0), less(1 / x, 0)))  # noqa: F821
+    from funcgrad.core.prims.bitcast import bitcast_convert_type
+
+    # the sign bit itself (a NaN has one too): the same-width signed integer is negative
+    signed = np.dtype(f"int{x.dtype.itemsize * 8}")
+    return less(bitcast_convert_type(x, signed), 0)  # noqa: F821
 
 
 # the public names are this module's own functions (not the helpers it imports)

@@ -428,8 +428,12 @@ def _default_fill(dtype):
     return info.min if dtype.kind == "i" else info.max
 
 
-def take_along_axis(x, indices, axis):
+def take_along_axis(x, indices, axis, mode=None, fill_value=None):
     """Pick along ``axis`` with an index tensor shaped like ``x`` (NumPy semantics).
+
+    Out-of-range indices: concrete ones raise ``IndexError``, traced ones pick
+    ``fill_value`` (NaN for floats, as JAX); ``mode="fill"`` fills concrete ones too,
+    ``mode="clip"`` clamps them.
 
     >>> x = fg.tensor([[3, 1], [2, 4]])
     >>> fnp.take_along_axis(x, fnp.argsort(x, axis=1), axis=1)
@@ -452,9 +456,20 @@ def take_along_axis(x, indices, axis):
     x_target[axis] = x.shape[axis]
     idx_target = common.copy()
     idx_target[axis] = indices.shape[axis]
+    if mode not in (None, "fill", "clip", "promise_in_bounds"):
+        raise ValueError(f"take_along_axis: mode must be 'fill', 'clip' or None, got {mode!r}")
+    mode = None if mode == "promise_in_bounds" else mode
     x = broadcast_to(x, tuple(x_target))
-    indices = broadcast_to(_normalized_indices(indices, x.shape[axis], axis), tuple(idx_target))
-    return ix.take_along_axis(x, indices, axis)
+    size = x.shape[axis]
+    picked = ix.take_along_axis(x, broadcast_to(_normalized_indices(indices, size, axis, mode),
+                                                tuple(idx_target)), axis)
+    if mode == "clip" or not (mode == "fill" or _is_traced(indices)):
+        return picked
+    in_range = ew.and_p.bind(ew.ge(indices, st.full(indices.shape, -size, indices.dtype)),
+                             ew.lt(indices, st.full(indices.shape, size, indices.dtype)))
+    fill = _default_fill(x.dtype) if fill_value is None else fill_value
+    return ew.select_n(broadcast_to(in_range, picked.shape), st.full(picked.shape, fill,
+                                                                      picked.dtype), picked)
 
 
 def sort(x, axis=-1, kind=None, order=None, *, stable: bool = True, descending: bool = False):

@@ -135,3 +135,10 @@ def test_vmap_matches_loop(in_axes):
     want = np.stack([np.einsum("ij,jk->ki", pick(a, in_axes[0], i), pick(b, in_axes[1], i))
                      for i in range(4)])
     np.testing.assert_allclose(np.asarray(got), want, rtol=1e-12)
+
+
+def test_preferred_element_type_accumulates_wide():
+    a, b = np.full((2, 4), 100, np.int8), np.full((4, 2), 2, np.int8)
+    out = fnp.einsum("ij,jk->ik", fg.tensor(a), fg.tensor(b), preferred_element_type=np.int32)
+    assert out.dtype == fg.int32
+    np.testing.assert_array_equal(out.numpy(), np.full((2, 2), 800))

@@ -377,3 +377,45 @@ def test_bfloat16_to_int_saturates_eagerly_too():
     want = [0, np.iinfo(np.int32).max, np.iinfo(np.int32).min, 3]
     np.testing.assert_array_equal(x.astype(fg.int32), want)
     np.testing.assert_array_equal(fg.jit(lambda a: a.astype(fg.int32))(x), want)
+
+
+def test_float_floor_divide_is_numpys_exact_rule():
+    a = np.array([7.0, -7.0, 7.0, -7.0, np.inf, -5, -5, 0.0, -0.0, 5.0, 1.0, 3.0], np.float32)
+    b = np.array([0.1, 0.1, -0.1, -0.1, 2, np.inf, -np.inf, 3.0, 3.0, 0.0, -0.0, np.nan],
+                 np.float32)
+    with np.errstate(all="ignore"):
+        want = np.floor_divide(a, b)
+    for run in (lambda f: f, fg.jit):
+        got = run(fnp.floor_divide)(fg.tensor(a), fg.tensor(b)).numpy()
+        np.testing.assert_array_equal(got, want)  # 7 // 0.1 is 69, not floor(7 / 0.1) = 70
+        np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+    x, y = np.random.default_rng(0).standard_normal((2, 500)) * [[10.0], [1.0]]
+    np.testing.assert_array_equal((fg.tensor(x) // fg.tensor(y)).numpy(), x // y)
+
+
+def test_ieee_edge_cases_as_numpy():
+    inf, nan = np.inf, np.nan
+    a = np.array([3, inf, nan, 1e30, 0, -2], np.float32)
+    b = np.array([4, nan, inf, 1e30, 0, 1e-30], np.float32)
+    signs = np.array([-nan, nan, -0.0, 0.0, -1, 1, -inf], np.float32)
+    z = np.array([complex(nan, 1), complex(1, nan), complex(2, inf)], np.complex64)
+    for run in (lambda f: f, fg.jit):
+        # hypot without overflow in the squares, inf beats NaN
+        np.testing.assert_array_equal(run(fnp.hypot)(fg.tensor(a), fg.tensor(b)).numpy(),
+                                      np.hypot(a, b))
+        np.testing.assert_array_equal(run(fnp.signbit)(fg.tensor(signs)).numpy(),
+                                      np.signbit(signs))
+        np.testing.assert_array_equal(
+            run(lambda x: fnp.heaviside(x, 0.5))(fg.tensor([nan, -1.0, 0.0, 2.0])).numpy(),
+            np.heaviside([nan, -1.0, 0.0, 2.0], 0.5))
+        np.testing.assert_array_equal(run(fnp.nan_to_num)(fg.tensor(z)).numpy(),
+                                      np.nan_to_num(z))
+
+
+def test_complex_logaddexp():
+    a = np.array([1 + 1j, -3 + 0.2j, 50 + 1j], np.complex64)
+    b = np.array([2 - 0.5j, 1 + 2j, 49 - 1j], np.complex64)
+    want = np.log(np.exp(a.astype(complex)) + np.exp(b.astype(complex)))
+    for run in (lambda f: f, fg.jit):
+        np.testing.assert_allclose(run(fnp.logaddexp)(fg.tensor(a), fg.tensor(b)).numpy(),
+                                   want, rtol=1e-5)

@@ -360,3 +360,14 @@ def test_at_get_fill_defaults_and_bad_modes():
     x = fg.tensor(np.arange(12.0).reshape(3, 4))
     filled = fnp.take(x, fg.tensor([-1, 5, 1]), axis=1, mode="fill", fill_value=-1.0)
     np.testing.assert_array_equal(filled.numpy()[:, 1], [-1.0, -1.0, -1.0])
+
+
+def test_take_along_axis_out_of_range_as_jax():
+    a, i = fg.tensor(np.arange(5.0)), fg.tensor([0, 7, -9, -1])
+    filled = [0.0, np.nan, np.nan, 4.0]
+    np.testing.assert_array_equal(fg.jit(lambda a, i: fnp.take_along_axis(a, i, 0))(a, i),
+                                  filled)
+    np.testing.assert_array_equal(fnp.take_along_axis(a, i, 0, mode="fill"), filled)
+    np.testing.assert_array_equal(fnp.take_along_axis(a, i, 0, mode="clip"), [0, 4, 0, 4])
+    with pytest.raises(IndexError, match="index 7"):
+        fnp.take_along_axis(a, i, 0)

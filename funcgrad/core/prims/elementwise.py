@@ -626,8 +626,16 @@ convert_element_type_p.batch = lambda axis_size, args, dims, **p: (
 
 # --- complex: build a complex value from real and imaginary parts -------------------------
 
-complex_p = binary("complex", lambda x, y: (x + 1j * y).astype(
-    np.complex64 if x.dtype == np.float32 else np.complex128), FLOAT,
+def _complex_impl(x, y):
+    """x + iy with the parts set directly: x + 1j * y would turn complex(inf, nan) into
+    NaN + NaN i (1j * nan is nan + nan i)."""
+    out = np.empty(np.broadcast_shapes(x.shape, y.shape),
+                   np.complex64 if x.dtype == np.float32 else np.complex128)
+    out.real, out.imag = x, y
+    return out
+
+
+complex_p = binary("complex", _complex_impl, FLOAT,
     (lambda g, x, y, out: complex_(g, zeros_like_value(g)),
      lambda g, x, y, out: complex_(zeros_like_value(g), g)),
     out_dtype=lambda d: dtypes.complex64 if d == dtypes.float32 else dtypes.complex128,
