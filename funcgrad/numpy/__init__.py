@@ -42,17 +42,22 @@ from funcgrad.numpy._indexing import (  # noqa: F401
     argsort,
     argwhere,
     flatnonzero,
+    isin,
     nonzero,
     searchsorted,
+    select,
     sort,
     take,
     take_along_axis,
+    tril_indices,
+    triu_indices,
     unique,
 )
 from funcgrad.numpy._linear import *  # noqa: F401,F403
 from funcgrad.numpy._reductions import *  # noqa: F401,F403
 from funcgrad.numpy._reductions import all, any, max, min, sum  # noqa: F401,A004
 from funcgrad.numpy._shape import *  # noqa: F401,F403
+from funcgrad.numpy._statistics import *  # noqa: F401,F403
 from funcgrad.numpy._util import asarray  # noqa: F401
 
 pi = _math.pi

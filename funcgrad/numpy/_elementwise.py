@@ -541,6 +541,57 @@ def signbit(x):
     return less(bitcast_convert_type(x, signed), 0)  # noqa: F821
 
 
+def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan: bool = False):
+    """Elementwise ``|a - b| <= atol + rtol * |b|`` (infinities close only to themselves),
+    as ``numpy.isclose``.
+
+    >>> fnp.isclose(fg.tensor([1.0, 2.0]), fg.tensor([1.0 + 1e-9, 2.1]))
+    tensor([ True, False])
+    """
+    a, b = promote("isclose", a, b, to_inexact=True)
+    finite = logical_and(isfinite(a), isfinite(b))  # noqa: F821
+    fa, fb = where(finite, a, 0), where(finite, b, 0)  # no inf - inf
+    close = where(finite, less_equal(abs(fa - fb), atol + rtol * abs(fb)),  # noqa: F821
+                  equal(a, b))  # noqa: F821
+    if equal_nan:
+        close = logical_or(close, logical_and(isnan(a), isnan(b)))
+    return close
+
+
+def cbrt(x):
+    """Real cube root, elementwise (negative for negative x)."""
+    (x,) = promote("cbrt", x, to_inexact=True)
+    if dtypes.is_complex(x.dtype):
+        raise TypeError(f"cbrt: real arguments only, got {x.dtype.name}")
+    root = power(abs(x), 1.0 / 3.0)
+    return where(less(x, 0), -root, root)  # noqa: F821
+
+
+def fmax(x, y):
+    """Elementwise maximum ignoring NaNs (NaN only where both are)."""
+    x, y = promote("fmax", x, y)
+    if not dtypes.is_inexact(x.dtype):
+        return maximum(x, y)  # noqa: F821
+    return where(isnan(y), x, where(isnan(x), y, maximum(x, y)))  # noqa: F821
+
+
+def fmin(x, y):
+    """Elementwise minimum ignoring NaNs (NaN only where both are)."""
+    x, y = promote("fmin", x, y)
+    if not dtypes.is_inexact(x.dtype):
+        return minimum(x, y)  # noqa: F821
+    return where(isnan(y), x, where(isnan(x), y, minimum(x, y)))  # noqa: F821
+
+
+def angle(z, deg: bool = False):
+    """The argument (phase) of complex numbers: ``arctan2(imag, real)``; 0 or pi for reals."""
+    z = asarray(z)
+    if not dtypes.is_inexact(z.dtype):
+        z = z.astype(dtypes.float32)
+    out = arctan2(imag(z), real(z))  # noqa: F821
+    return out * (180.0 / math.pi) if deg else out
+
+
 # the public names are this module's own functions (not the helpers it imports)
 __all__ = [_name for _name, _value in list(globals().items()) if not _name.startswith("_")
            and getattr(_value, "__module__", None) == __name__]

@@ -576,6 +576,41 @@ def unique(x, return_index=False, return_inverse=False, return_counts=False, axi
     return asarray(out)
 
 
+def tril_indices(n: int, k: int = 0, m: int | None = None):
+    """Row and column indices of the lower triangle of an ``(n, m)`` matrix (int32)."""
+    return tuple(asarray(i.astype(np.int32)) for i in np.tril_indices(n, k, m))
+
+
+def triu_indices(n: int, k: int = 0, m: int | None = None):
+    """Row and column indices of the upper triangle of an ``(n, m)`` matrix (int32)."""
+    return tuple(asarray(i.astype(np.int32)) for i in np.triu_indices(n, k, m))
+
+
+def select(condlist, choicelist, default=0):
+    """Per element, the choice of the first true condition (``default`` where none is),
+    as ``numpy.select``."""
+    if len(condlist) != len(choicelist):
+        raise ValueError(f"select: {len(condlist)} conditions but {len(choicelist)} choices")
+    out = default
+    for cond, choice in reversed(list(zip(condlist, choicelist, strict=True))):
+        cond = asarray(cond)
+        if cond.dtype != dtypes.bool_:
+            raise TypeError(f"select: conditions must be boolean, got {cond.dtype.name}")
+        out = elt.where(cond, choice, out)
+    return asarray(out)
+
+
+def isin(element, test_elements, invert: bool = False):
+    """Whether each element occurs in ``test_elements`` (flattened), as ``numpy.isin``."""
+    element, tests = asarray(element), asarray(test_elements)
+    tests = st.reshape(tests, (tests.size,))
+    found = elt.equal(st.reshape(element, (*element.shape, 1)), tests)
+    from funcgrad.numpy._reductions import any as _any
+
+    hit = _any(found, axis=-1)
+    return elt.logical_not(hit) if invert else hit
+
+
 # the public names are this module's own functions (not the helpers it imports)
 __all__ = [_name for _name, _value in list(globals().items()) if not _name.startswith("_")
            and getattr(_value, "__module__", None) == __name__]

@@ -127,5 +127,44 @@ def tensordot(a, b, axes=2):
 
 
 # the public names are this module's own functions (not the helpers it imports)
+def cross(a, b, axisa: int = -1, axisb: int = -1, axisc: int = -1, axis=None):
+    """Cross product of 3-vectors (or the z component for 2-vectors) along the vector
+    axes, broadcast over the others, as ``numpy.cross``."""
+    from funcgrad.numpy._shape import moveaxis, stack
+
+    a, b = promote("cross", a, b)
+    if axis is not None:
+        axisa = axisb = axisc = axis
+    a, b = moveaxis(a, axisa, -1), moveaxis(b, axisb, -1)
+    if a.shape[-1] not in (2, 3) or b.shape[-1] not in (2, 3):
+        raise ValueError(f"cross: vectors must have 2 or 3 components, got {a.shape[-1]} and "
+                         f"{b.shape[-1]}")
+    a0, a1, a2 = (a[..., i] if i < a.shape[-1] else None for i in range(3))
+    b0, b1, b2 = (b[..., i] if i < b.shape[-1] else None for i in range(3))
+    z = a0 * b1 - a1 * b0
+    if a2 is None and b2 is None:
+        return z
+    zero = z * 0
+    a2 = zero if a2 is None else a2
+    b2 = zero if b2 is None else b2
+    out = stack([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, z], axis=-1)
+    return moveaxis(out, -1, axisc)
+
+
+def kron(a, b):
+    """Kronecker product: blocks ``a[i, j] * b``, as ``numpy.kron``."""
+    from funcgrad.numpy._shape import reshape
+
+    a, b = promote("kron", a, b)
+    ndim = max(a.ndim, b.ndim)
+    a = reshape(a, (1,) * (ndim - a.ndim) + a.shape)
+    b = reshape(b, (1,) * (ndim - b.ndim) + b.shape)
+    # a's axes interleaved with b's: (a0, 1, a1, 1, ...) * (1, b0, 1, b1, ...)
+    spread_a = reshape(a, tuple(d for n in a.shape for d in (n, 1)))
+    spread_b = reshape(b, tuple(d for n in b.shape for d in (1, n)))
+    return reshape(spread_a * spread_b, tuple(m * n for m, n in zip(a.shape, b.shape,
+                                                                   strict=True)))
+
+
 __all__ = [_name for _name, _value in list(globals().items()) if not _name.startswith("_")
            and getattr(_value, "__module__", None) == __name__]

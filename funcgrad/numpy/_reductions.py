@@ -329,6 +329,68 @@ def logsumexp(x, axis=None, keepdims: bool = False, b=None, return_sign: bool = 
     return out, _keep(elt.sign(total), x.shape, axes, keepdims)
 
 
+def nansum(x, axis=None, dtype=None, keepdims: bool = False):
+    """Sum ignoring NaNs (0 for an all-NaN slice)."""
+    x = asarray(x)
+    return sum(x, axis=axis, dtype=dtype, keepdims=keepdims, where=_not_nan(x))
+
+
+def nanmean(x, axis=None, dtype=None, keepdims: bool = False):
+    """Mean ignoring NaNs (NaN for an all-NaN slice)."""
+    x = asarray(x)
+    return mean(x, axis=axis, dtype=dtype, keepdims=keepdims, where=_not_nan(x))
+
+
+def nanvar(x, axis=None, dtype=None, ddof: int = 0, keepdims: bool = False):
+    """Variance ignoring NaNs."""
+    x = asarray(x)
+    return var(x, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims, where=_not_nan(x))
+
+
+def nanstd(x, axis=None, dtype=None, ddof: int = 0, keepdims: bool = False):
+    """Standard deviation ignoring NaNs."""
+    return elt.sqrt(nanvar(x, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims))
+
+
+def nanmax(x, axis=None, keepdims: bool = False):
+    """Largest element ignoring NaNs (NaN for an all-NaN slice)."""
+    return _nan_extremum("nanmax", max, x, axis, keepdims, float("-inf"))
+
+
+def nanmin(x, axis=None, keepdims: bool = False):
+    """Smallest element ignoring NaNs (NaN for an all-NaN slice)."""
+    return _nan_extremum("nanmin", min, x, axis, keepdims, float("inf"))
+
+
+def _not_nan(x):
+    return elt.logical_not(elt.isnan(x)) if dtypes.is_inexact(x.dtype) else None
+
+
+def _nan_extremum(name, reduce, x, axis, keepdims, ignore):
+    x = asarray(x)
+    if not dtypes.is_inexact(x.dtype):
+        return reduce(x, axis=axis, keepdims=keepdims)
+    nan = elt.isnan(x)
+    out = reduce(elt.where(nan, ignore, x), axis=axis, keepdims=keepdims)
+    return elt.where(all(nan, axis=axis, keepdims=keepdims), float("nan"), out)
+
+
+def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan: bool = False):
+    """Whether every element of ``a`` is close to ``b`` (``isclose``), as a bool tensor."""
+    return all(elt.isclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan))
+
+
+def array_equal(a, b, equal_nan: bool = False):
+    """Whether ``a`` and ``b`` have one shape and equal elements (a bool tensor)."""
+    a, b = asarray(a), asarray(b)
+    if a.shape != b.shape:
+        return asarray(False)
+    same = elt.equal(a, b)
+    if equal_nan and dtypes.is_inexact(a.dtype):
+        same = elt.logical_or(same, elt.logical_and(elt.isnan(a), elt.isnan(b)))
+    return all(same)
+
+
 # the public names are this module's own functions (not the helpers it imports)
 __all__ = [_name for _name, _value in list(globals().items()) if not _name.startswith("_")
            and getattr(_value, "__module__", None) == __name__]

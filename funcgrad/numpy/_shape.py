@@ -542,6 +542,42 @@ def triu(x, k: int = 0):
     return where(mask, 0, x)
 
 
+def diff(x, n: int = 1, axis: int = -1, prepend=None, append=None):
+    """``n``-th differences along ``axis`` (``prepend``/``append`` values first), as
+    ``numpy.diff``.
+
+    >>> fnp.diff(fg.tensor([1, 4, 9, 16]))
+    tensor([3, 5, 7], dtype=int32)
+    """
+    x = asarray(x)
+    if n < 0:
+        raise ValueError(f"diff: order n must be non-negative, got {n}")
+    axis = normalize_axis("diff", axis, x.ndim)
+    def edge(values):  # a scalar becomes one slice of x's shape
+        values = asarray(values)
+        shape = list(x.shape)
+        shape[axis] = 1 if values.ndim == 0 else values.shape[axis]
+        return _broadcast_to(values, tuple(shape))
+
+    if prepend is not None or append is not None:
+        x = concatenate([*([edge(prepend)] if prepend is not None else []), x,
+                         *([edge(append)] if append is not None else [])], axis=axis)
+    for _ in range(n):
+        size = x.shape[axis]
+        x = _take_range(x, axis, 1, size) - _take_range(x, axis, 0, builtins.max(size - 1, 0))
+    return x
+
+
+def copy(x):
+    """A copy of ``x`` (tensors are immutable, so ``x`` itself, as a tensor)."""
+    return asarray(x)
+
+
+def astype(x, dtype):
+    """``x`` converted to ``dtype`` (the array API's function form of ``x.astype``)."""
+    return asarray(x).astype(dtype)
+
+
 # the public names are this module's own functions (not the helpers it imports)
 __all__ = [_name for _name, _value in list(globals().items()) if not _name.startswith("_")
            and getattr(_value, "__module__", None) == __name__]

@@ -1,0 +1,87 @@
+"""Order statistics: median, quantile and percentile, from a sort along the axis (so they
+differentiate, batch and compile like ``sort``); NumPy's default "linear" interpolation."""
+
+from __future__ import annotations
+
+from funcgrad.core import dtypes
+from funcgrad.core.prims import structural as st
+from funcgrad.numpy import _elementwise as elt
+from funcgrad.numpy._indexing import sort, take
+from funcgrad.numpy._reductions import any as _any
+from funcgrad.numpy._util import asarray, normalize_axes
+
+_METHODS = ("linear", "lower", "higher", "nearest", "midpoint")
+
+
+def quantile(a, q, axis=None, keepdims: bool = False, method: str = "linear"):
+    """The ``q``-th quantiles (``q`` in [0, 1], a scalar or a tensor whose shape leads the
+    result) over ``axis``; NaN where the slice holds a NaN, as ``numpy.quantile``.
+
+    >>> fnp.quantile(fg.tensor([1.0, 2.0, 3.0, 4.0]), 0.5)
+    tensor(2.5, dtype=float32)
+    """
+    if method not in _METHODS:
+        raise ValueError(f"quantile: method must be one of {_METHODS}, got {method!r}")
+    a = asarray(a)
+    if not dtypes.is_inexact(a.dtype):
+        a = a.astype(dtypes.float32)
+    q = asarray(q, a.dtype)  # Python numbers straight to a's precision (0.1 not via float32)
+    axes = normalize_axes("quantile", axis, a.ndim)
+    kept = [d for d in range(a.ndim) if d not in axes]
+    # the reduced axes flattened into one last axis
+    moved = st.transpose(a, (*kept, *axes))
+    n = 1
+    for d in axes:
+        n *= a.shape[d]
+    if n == 0:
+        raise ValueError("quantile: the reduced axes are empty")
+    rows = st.reshape(moved, (*[a.shape[d] for d in kept], n))
+    ordered = sort(rows, axis=-1)
+    position = q * (n - 1)
+    lower = elt.floor(position)
+    upper = elt.ceil(position)
+    if method == "lower":
+        lower = upper = lower
+    elif method == "higher":
+        lower = upper = upper
+    elif method == "nearest":  # NumPy rounds half to even
+        lower = upper = elt.round(position)
+    low = take(ordered, lower.astype(dtypes.int32), axis=-1)
+    high = take(ordered, upper.astype(dtypes.int32), axis=-1)
+    if method == "midpoint":
+        value = (low + high) * 0.5
+    else:
+        value = low + (high - low) * (position - lower)  # (ordered axes..., q shape...)
+    has_nan = _any(elt.isnan(rows), axis=-1)
+    has_nan = st.reshape(has_nan, (*has_nan.shape, *[1] * q.ndim))
+    value = elt.where(has_nan, float("nan"), value)
+    # q's axes lead, as NumPy
+    value = st.transpose(value, (*range(len(kept), value.ndim), *range(len(kept))))
+    if keepdims:
+        shape = list(a.shape)
+        for d in axes:
+            shape[d] = 1
+        value = st.reshape(value, (*q.shape, *shape))
+    return value
+
+
+def percentile(a, q, axis=None, keepdims: bool = False, method: str = "linear"):
+    """The ``q``-th percentiles (``q`` in [0, 100]); see ``quantile``."""
+    a = asarray(a)
+    dtype = a.dtype if dtypes.is_inexact(a.dtype) else dtypes.float32
+    return quantile(a, asarray(q, dtype) / 100.0, axis=axis, keepdims=keepdims, method=method)
+
+
+def median(a, axis=None, keepdims: bool = False):
+    """The median over ``axis`` (the mean of the two middle values for an even count);
+    NaN where the slice holds a NaN.
+
+    >>> fnp.median(fg.tensor([3.0, 1.0, 2.0, 10.0]))
+    tensor(2.5, dtype=float32)
+    """
+    return quantile(a, 0.5, axis=axis, keepdims=keepdims)
+
+
+# the public names are this module's own functions (not the helpers it imports)
+__all__ = [_name for _name, _value in list(globals().items()) if not _name.startswith("_")
+           and getattr(_value, "__module__", None) == __name__]
