@@ -203,12 +203,17 @@ def imag(x):
     return full_like(x, 0)
 
 
+def _ints_for_bools(*xs):
+    """Booleans counted as int32 (as JAX) for arithmetic that has no boolean meaning."""
+    return [x.astype(dtypes.int32) if x.dtype == dtypes.bool_ else x for x in xs]
+
+
 def square(x):
-    """x * x, elementwise.
+    """x * x, elementwise (int32 for booleans, as JAX).
 
     >>> fnp.square(fg.tensor([3.0]))
     """
-    x = asarray(x)
+    (x,) = _ints_for_bools(asarray(x))
     return ew.integer_pow(x, 2)
 
 
@@ -315,11 +320,11 @@ def power(x, y):
     >>> fnp.power(fg.tensor([2.0, 3.0]), 2)
     """
     if isinstance(y, int) and not isinstance(y, bool):
-        x = asarray(x)
+        (x,) = _ints_for_bools(asarray(x))
         if not dtypes.is_inexact(x.dtype) and y < 0:
             raise ValueError("power: integers to negative integer powers are not allowed")
         return ew.integer_pow(x, y)
-    x, y = promote("power", x, y)
+    x, y = _ints_for_bools(*promote("power", x, y))
     return apply_elementwise("power", ew.pow_p, x, y)
 
 
@@ -336,7 +341,7 @@ def floor_divide(x, y):
 
     >>> fnp.floor_divide(fg.tensor([7, -7]), 2)
     """
-    x, y = promote("floor_divide", x, y)
+    x, y = _ints_for_bools(*promote("floor_divide", x, y))
     if dtypes.is_inexact(x.dtype):
         return _float_floor_divide(x, y)
     q = apply_elementwise("floor_divide", ew.div_p, x, y)
@@ -368,7 +373,7 @@ def remainder(x, y):
 
     >>> fnp.remainder(fg.tensor([7, -7]), 3)
     """
-    x, y = promote("remainder", x, y)
+    x, y = _ints_for_bools(*promote("remainder", x, y))
     r = apply_elementwise("remainder", ew.rem_p, x, y)
     if x.dtype.kind == "u":
         return r
@@ -381,7 +386,7 @@ mod = remainder
 
 def fmod(x, y):
     """C-style remainder (sign of x)."""
-    x, y = promote("fmod", x, y)
+    x, y = _ints_for_bools(*promote("fmod", x, y))
     return apply_elementwise("fmod", ew.rem_p, x, y)
 
 

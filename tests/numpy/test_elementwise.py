@@ -419,3 +419,13 @@ def test_complex_logaddexp():
     for run in (lambda f: f, fg.jit):
         np.testing.assert_allclose(run(fnp.logaddexp)(fg.tensor(a), fg.tensor(b)).numpy(),
                                    want, rtol=1e-5)
+
+
+def test_arithmetic_without_a_boolean_meaning_counts_bools_as_int32_as_jax():
+    t, f = fg.tensor([True, False]), fg.tensor([True, True])
+    for fn, want in ((fnp.floor_divide, [1, 0]), (fnp.remainder, [0, 0]), (fnp.fmod, [0, 0]),
+                     (fnp.power, [1, 0]), (lambda a, b: fnp.square(a), [1, 0])):
+        for run in (lambda g: g, fg.jit):
+            out = run(fn)(t, f)
+            assert out.dtype == fg.int32
+            np.testing.assert_array_equal(out.numpy(), want)
