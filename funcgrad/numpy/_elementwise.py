@@ -80,7 +80,6 @@ _UNARY = {
     "sqrt": (ew.sqrt_p, True, "Square root"),
     "negative": (ew.neg_p, False, "Negation"),
     "sign": (ew.sign_p, False, "Sign (-1, 0 or 1)"),
-    "conjugate": (ew.conj_p, False, "Complex conjugate"),
 }
 _BINARY = {
     "add": (ew.add_p, False, "Sum"),
@@ -113,7 +112,15 @@ for _name, (_prim, _inexact, _doc) in _BINARY.items():
     globals()[_name] = _binary(_name, _prim, inexact=_inexact, doc=_doc)
 
 true_divide = divide  # noqa: F821
-conj = conjugate  # noqa: F821
+
+
+def conjugate(x):
+    """Complex conjugate, elementwise; real tensors (integers and bools too) unchanged."""
+    x = asarray(x)
+    return apply_elementwise("conjugate", ew.conj_p, x) if dtypes.is_complex(x.dtype) else x
+
+
+conj = conjugate
 
 
 def positive(x):

@@ -429,3 +429,12 @@ def test_arithmetic_without_a_boolean_meaning_counts_bools_as_int32_as_jax():
             out = run(fn)(t, f)
             assert out.dtype == fg.int32
             np.testing.assert_array_equal(out.numpy(), want)
+
+
+def test_conjugate_of_real_tensors_is_the_tensor_also_under_jit():
+    for values in ([1, 2], [True, False], [1.5]):
+        t = fg.tensor(values)
+        for run in (lambda f: f, fg.jit):
+            out = run(fnp.conj)(t)
+            assert out.dtype == t.dtype
+            np.testing.assert_array_equal(out.numpy(), t.numpy())
