@@ -478,17 +478,18 @@ def sinc(x):
     return where(zero, full_like(x, 1), sin(safe * math.pi) / (safe * math.pi))  # noqa: F821
 
 
-def where(condition, x=None, y=None):
+def where(condition, x=None, y=None, *, size=None, fill_value=None):
     """Pick ``x`` where ``condition`` holds, else ``y`` (broadcasting all three).
 
-    With only ``condition``, the indices of its non-zero elements (eager only).
+    With only ``condition``, the indices of its non-zero elements (``fnp.nonzero``: traced
+    input needs ``size``).
 
     >>> fnp.where(fg.tensor([True, False]), 1.0, 0.0)
     """
     if x is None and y is None:
         from funcgrad.numpy._indexing import nonzero
 
-        return nonzero(condition)
+        return nonzero(condition, size=size, fill_value=fill_value)
     if x is None or y is None:
         raise ValueError("where: pass both x and y, or neither")
     condition = _truth(condition)

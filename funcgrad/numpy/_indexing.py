@@ -8,6 +8,9 @@ positions that ``idx`` selects.
 
 from __future__ import annotations
 
+import builtins
+import operator
+
 import numpy as np
 
 from funcgrad.core import dtypes
@@ -511,33 +514,67 @@ def argsort(x, axis=-1, kind=None, order=None, *, stable: bool = True,
     return perm
 
 
-def nonzero(x):
-    """Indices of the non-zero elements, one int32 tensor per axis (eager only).
+def nonzero(x, *, size=None, fill_value=None):
+    """Indices of the non-zero elements, one int32 tensor per axis.
+
+    The count depends on the values, so traced input (jit, vmap) needs ``size``, as in
+    JAX: the first ``size`` indices, padded with ``fill_value`` (0, or one value per axis).
 
     >>> fnp.nonzero(fg.tensor([0, 3, 0, 4]))
     """
     x = asarray(x)
+    if size is not None:
+        return _nonzero_sized(x, operator.index(size), fill_value)
     if _is_traced(x):
-        raise TypeError("nonzero: the result's shape depends on the values, so it needs "
-                        "concrete input; under jit/vmap use fnp.where(cond, x, y)")
+        raise TypeError("nonzero: the result's shape depends on the values, so traced input "
+                        "needs size= (e.g. fnp.nonzero(x, size=n)); or use "
+                        "fnp.where(cond, x, y)")
     return tuple(asarray(i.astype(np.int32)) for i in np.nonzero(np.asarray(x)))
 
 
-def argwhere(x):
-    """Indices of the non-zero elements as rows of an (N, ndim) tensor (eager only)."""
+def _nonzero_sized(x, size, fill_value):
+    """The first ``size`` non-zero positions, by each one's rank among them (a cumulative
+    count), scattered into a fixed-size result."""
+    from funcgrad.numpy._reductions import cumsum
+    from funcgrad.numpy._reductions import sum as _sum
+
+    flat = elt._truth(st.reshape(x, (x.size,)))
+    rank = cumsum(flat.astype(dtypes.int32)) - 1
+    target = elt.where(flat, rank, size)  # out of range: dropped
+    positions = st.iota(dtypes.int32, (x.size,), 0)
+    found = st.full((size,), 0, dtypes.int32).at[target].set(positions, mode="drop")
+    valid = st.iota(dtypes.int32, (size,), 0) < _sum(flat.astype(dtypes.int32))
+    fills = fill_value if isinstance(fill_value, (tuple, list)) else \
+        [0 if fill_value is None else fill_value] * x.ndim
+    if len(fills) != x.ndim:
+        raise ValueError(f"nonzero: fill_value needs one value per axis ({x.ndim}), got "
+                         f"{len(fills)}")
+    out, stride = [], x.size
+    for extent, fill in zip(x.shape, fills, strict=True):
+        stride //= builtins.max(extent, 1)
+        index = elt.remainder(elt.floor_divide(found, builtins.max(stride, 1)), extent) \
+            if extent else found
+        out.append(elt.where(valid, index, asarray(fill, dtypes.int32)))
+    return tuple(out)
+
+
+def argwhere(x, *, size=None, fill_value=None):
+    """Indices of the non-zero elements as rows of an (N, ndim) tensor (traced input needs
+    ``size``, see ``nonzero``)."""
     from funcgrad.numpy._shape import stack
 
-    cols = nonzero(x)
     x = asarray(x)
+    cols = nonzero(x, size=size, fill_value=fill_value)
     if not cols:
-        return asarray(np.zeros((int(bool(x)), 0), np.int32))
+        return asarray(np.zeros((int(bool(x)) if size is None else size, 0), np.int32))
     return stack(cols, axis=1)
 
 
-def flatnonzero(x):
-    """Indices of the non-zero elements of the flattened tensor (eager only)."""
+def flatnonzero(x, *, size=None, fill_value=None):
+    """Indices of the non-zero elements of the flattened tensor (traced input needs
+    ``size``, see ``nonzero``)."""
     x = asarray(x)
-    return nonzero(st.reshape(x, (x.size,)))[0]
+    return nonzero(st.reshape(x, (x.size,)), size=size, fill_value=fill_value)[0]
 
 
 def searchsorted(a, v, side: str = "left"):

@@ -371,3 +371,20 @@ def test_take_along_axis_out_of_range_as_jax():
     np.testing.assert_array_equal(fnp.take_along_axis(a, i, 0, mode="clip"), [0, 4, 0, 4])
     with pytest.raises(IndexError, match="index 7"):
         fnp.take_along_axis(a, i, 0)
+
+
+def test_nonzero_family_with_size_is_jittable_as_jax():
+    x = fg.tensor([[0, 3, 0], [4, 0, 5]])
+    rows, cols = fnp.nonzero(x, size=5)
+    np.testing.assert_array_equal(rows.numpy(), [0, 1, 1, 0, 0])
+    np.testing.assert_array_equal(cols.numpy(), [1, 0, 2, 0, 0])
+    got = fg.jit(lambda a: fnp.argwhere(a, size=4, fill_value=(9, 8)))(x)
+    np.testing.assert_array_equal(got.numpy(), [[0, 1], [1, 0], [1, 2], [9, 8]])
+    np.testing.assert_array_equal(fg.jit(lambda a: fnp.flatnonzero(a, size=4))(x).numpy(),
+                                  [1, 3, 5, 0])
+    np.testing.assert_array_equal(fg.vmap(lambda r: fnp.nonzero(r, size=2)[0])(x).numpy(),
+                                  [[1, 0], [0, 2]])
+    np.testing.assert_array_equal(fg.jit(lambda a: fnp.where(a > 0, size=2, fill_value=-1)[1])(
+        x).numpy(), [1, 0])
+    with pytest.raises(TypeError, match="size="):
+        fg.jit(fnp.nonzero)(x)
