@@ -430,3 +430,17 @@ def test_sort_of_a_thousand_wide_rows_compiles():
     a = np.random.default_rng(0).standard_normal((4, 1000)).astype(np.float32)
     got = fg.jit(lambda x: fg.numpy.sort(x, axis=1))(fg.tensor(a))
     np.testing.assert_array_equal(np.asarray(got), np.sort(a, axis=1))
+
+
+def test_gather_from_a_splat_then_reduced_under_jit():
+    # IREE 3.13 miscompiled a gather from a splat followed by a reduction (the sum of
+    # ones(4)[i] was 1): the lowering broadcasts the splat's value instead
+    rows = fg.tensor([0, 2, 3])
+    assert float(fg.jit(lambda i: fnp.ones(4)[i].sum())(rows)) == 3.0
+    assert float(fg.jit(lambda i: fnp.full((4, 5), 2.5)[i].sum())(rows)) == 37.5
+
+    def loss(b):
+        return fnp.sum(fnp.zeros(5).at[rows].set(b) * 2.0)
+
+    assert float(fg.jit(fg.grad(loss))(fg.tensor(1.5))) == float(fg.grad(loss)(fg.tensor(1.5)))
+    assert float(fg.grad(loss)(fg.tensor(1.5))) == 6.0

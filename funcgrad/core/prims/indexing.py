@@ -354,6 +354,17 @@ def _index_bounds(ctx, operand, indices, axes, offset: int):
 
 def _lower_gather(ctx, args, in_avals, out_avals, *, axes):
     operand, indices = in_avals
+    if operand.size and _is_splat(args[0]):
+        # every element is the same, so is every gathered one: broadcast the first. IREE
+        # 3.13 miscompiles a gather from a splat followed by a reduction (sum(ones(4)[i])
+        # was 1, and so were gradients of .at[i].set(b))
+        first = ctx.op1("stablehlo.slice", [args[0]], operand.update(shape=(1,) * operand.ndim),
+                        {"start_indices": ctx.i64_array([0] * operand.ndim),
+                         "limit_indices": ctx.i64_array([1] * operand.ndim),
+                         "strides": ctx.i64_array([1] * operand.ndim)})
+        scalar = ctx.op1("stablehlo.reshape", [first], operand.update(shape=()))
+        return [ctx.op1("stablehlo.broadcast_in_dim", [scalar], out_avals[0],
+                        {"broadcast_dimensions": ctx.i64_array([])})]
     window, collapsed, index_map, batch_rank = _dimension_lists(operand, indices, axes)
     numbers = ctx.attr(
         f"#stablehlo.gather<offset_dims = [{window}], collapsed_slice_dims = [{collapsed}], "
@@ -368,6 +379,26 @@ def _lower_gather(ctx, args, in_avals, out_avals, *, axes):
     return ctx.op("stablehlo.gather", args, out_avals, {
         "dimension_numbers": numbers, "slice_sizes": ctx.i64_array(sizes),
         "indices_are_sorted": ctx.bool_attr(False)})
+
+
+# elementwise operations: of splats, a splat
+_ELEMENTWISE_OPS = frozenset(f"stablehlo.{name}" for name in (
+    "add", "subtract", "multiply", "divide", "negate", "convert", "maximum", "minimum",
+    "exponential", "log", "sqrt", "abs", "select", "compare", "and", "or", "not"))
+
+
+def _is_splat(value, depth: int = 8) -> bool:
+    """Whether the MLIR ``value`` has one value in every element: a broadcast of a 0-d
+    value, a splat constant, or elementwise operations on such."""
+    owner = getattr(value, "owner", None)
+    name = getattr(owner, "name", None)
+    if name == "stablehlo.broadcast_in_dim":
+        return not owner.operands[0].type.shape
+    if name == "stablehlo.constant":
+        return getattr(owner.attributes["value"], "is_splat", False)
+    if name in _ELEMENTWISE_OPS and depth:
+        return all(_is_splat(v, depth - 1) for v in owner.operands)
+    return False
 
 
 _SCATTER_COMBINE = {"add": "stablehlo.add", "mul": "stablehlo.multiply",
