@@ -101,7 +101,7 @@ class LoweringContext:
         tensor_type = self.tensor_type(aval)
         if array.dtype == np.bool_:
             attr = (
-                ir.DenseElementsAttr.get(np.packbits(array, bitorder="little"), type=tensor_type)
+                ir.DenseElementsAttr.get(np.ascontiguousarray(array), type=tensor_type)
                 if array.size > 1
                 else ir.DenseElementsAttr.get_splat(
                     tensor_type,
@@ -231,16 +231,22 @@ class LoweringContext:
 
 
 # shape-only primitives folded besides the elementwise ones
-_FOLDABLE_STRUCTURAL = frozenset({"broadcast_in_dim", "reshape", "convert_element_type"})
+_FOLDABLE_STRUCTURAL = frozenset({"broadcast_in_dim", "reshape", "convert_element_type",
+                                  "iota", "slice", "transpose", "concatenate", "rev", "pad"})
+# small results only: a large constant is better computed by the kernel that reads it
+_FOLD_MAX_ELEMENTS = 64
 
 
 def _fold(eqn, folded) -> np.ndarray | None:
-    """The value of a scalar equation whose operands are all constants (e.g. the -1/n
-    of a mean's gradient), computed now: IREE would otherwise hoist it into an
-    initializer, a kernel of its own to compile (const-eval is off, see compiler.py)."""
+    """The value of a small equation whose operands are all constants (the -1/n of a
+    mean's gradient, a scatter position from an iota), computed now: IREE would otherwise
+    hoist it into an initializer, a kernel of its own to compile (const-eval is off, see
+    compiler.py), and IREE 3.13 crashed on a program returning a slice of an iota."""
     prim = eqn.prim
-    if len(eqn.outputs) != 1 or eqn.outputs[0].aval.size != 1 or not (
+    if len(eqn.outputs) != 1 or eqn.outputs[0].aval.size > _FOLD_MAX_ELEMENTS or not (
             hasattr(prim, "arity") or prim.name in _FOLDABLE_STRUCTURAL):
+        return None
+    if eqn.outputs[0].aval.dtype == np.complex128:  # IREE 3.13 cannot hold it as a constant
         return None
     values = []
     for x in eqn.inputs:

@@ -444,3 +444,18 @@ def test_gather_from_a_splat_then_reduced_under_jit():
 
     assert float(fg.jit(fg.grad(loss))(fg.tensor(1.5))) == float(fg.grad(loss)(fg.tensor(1.5)))
     assert float(fg.grad(loss)(fg.tensor(1.5))) == 6.0
+
+
+def test_grad_of_jit_through_a_single_element_update():
+    # the known half of grad(jit(f)) returned the scatter position, a slice of an iota, and
+    # IREE 3.13 crashed on it; small constant subprograms are now folded while lowering
+    x = fg.tensor([0.3, -0.7, 1.1, 0.45])
+    for update in (lambda x: x.at[1].set(x[0]), lambda x: x.at[2].mul(x[0]),
+                   lambda x: x.at[0].max(x[3])):
+        def loss(x, update=update):
+            return fnp.sum(update(x) ** 2)
+
+        want = fg.grad(loss)(x).numpy()
+        np.testing.assert_allclose(fg.grad(fg.jit(loss))(x).numpy(), want, rtol=1e-6)
+        np.testing.assert_allclose(fg.vjp(fg.jit(loss), x)[1](fg.tensor(1.0))[0].numpy(), want,
+                                   rtol=1e-6)
