@@ -389,3 +389,16 @@ def test_vmap_of_grad():
     got = fg.vmap(fg.grad(lambda x: LA.det(x)))(fg.tensor(a))
     want = np.linalg.det(a)[:, None, None] * np.swapaxes(np.linalg.inv(a), -1, -2)
     _close(got, want)
+
+
+def test_jit_hessian_through_cholesky_matches_eager():
+    # IREE 3.13 miscompiled the batched triangular solve fused with what follows it (the
+    # first row of this Hessian was wrong under jit); its lowering ends in a fusion barrier
+    base = np.array([[4.0, 1, 0], [1, 3, 0.5], [0, 0.5, 2]], np.float32)
+
+    def f(x):
+        return fnp.sum(fnp.log(fnp.diagonal(fnp.linalg.cholesky(base + fnp.diag(x)))))
+
+    x = fg.tensor([0.3, -0.2, 0.5])
+    np.testing.assert_allclose(fg.jit(fg.hessian(f))(x).numpy(), fg.hessian(f)(x).numpy(),
+                               rtol=1e-4, atol=1e-6)

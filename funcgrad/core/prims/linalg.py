@@ -884,11 +884,24 @@ def _svd_tall(a, compute_uv):
     return s, u, v, (q[..., :, n:] if m > n else None)
 
 
+def _behind_barrier(rule):
+    """``rule`` with its results behind a fusion barrier: IREE 3.13 miscompiled a batched
+    triangular solve fused with the products and scatter-add after it (the first row of
+    jit(hessian) through cholesky was wrong); its loop materializes the result anyway."""
+    from funcgrad.lowering import rules
+
+    def lower(ctx, args, in_avals, out_avals, **params):
+        outs = rule(ctx, args, in_avals, out_avals, **params)
+        return rules.fusion_barrier(ctx, list(outs), [a.strip_weak() for a in out_avals])
+
+    return lower
+
+
 def _declare_lowerings():
     from funcgrad.lowering import rules
 
     cholesky_p.lower = rules.via(_cholesky_lowered)
-    triangular_solve_p.lower = rules.via(_triangular_solve_lowered)
+    triangular_solve_p.lower = _behind_barrier(rules.via(_triangular_solve_lowered))
     lu_p.lower = rules.via(_lu_lowered)
     qr_p.lower = rules.via(_qr_lowered)
     eigh_p.lower = rules.via(_eigh_lowered)
