@@ -290,6 +290,11 @@ def _read(env, v):
     return env[v]
 
 
+class NoReverseModeError(TypeError):
+    """A primitive whose derivative cannot be split into a known and a linear part (a
+    while_loop: its trip count is unknown in advance), so reverse mode cannot run it."""
+
+
 def linearize(fun, *primals, has_aux: bool = False):
     """``fun(*primals)`` and its linear map ``tangents -> J @ tangents`` (as JAX); with
     ``has_aux`` ``fun`` returns ``(output, aux)`` and linearize ``(output, f_jvp, aux)``.
@@ -301,7 +306,10 @@ def linearize(fun, *primals, has_aux: bool = False):
     flat, in_tree = tree_flatten(tuple(primals))
     flat = [as_tensor(p) for p in flat]
     flat_fun, store = _flatten_fun(fun, in_tree, has_aux)
-    outs, linear_ir = _linearize_flat(flat_fun, flat)
+    try:
+        outs, linear_ir = _linearize_flat(flat_fun, flat)
+    except NoReverseModeError:  # e.g. a while_loop: the linear map is a JVP each time
+        return _linearize_by_jvp(fun, primals, has_aux)
     differentiable = [is_differentiable(p.aval) for p in flat]
 
     def f_jvp(*tangents):
@@ -315,6 +323,17 @@ def linearize(fun, *primals, has_aux: bool = False):
     if has_aux:
         return tree_unflatten(store["tree"], outs), f_jvp, store["aux"]
     return tree_unflatten(store["tree"], outs), f_jvp
+
+
+def _linearize_by_jvp(fun, primals, has_aux):
+    """linearize's result when the linear part cannot be staged out: the output now, and
+    a linear map that runs the JVP of ``fun`` at ``primals`` on each call."""
+    primal_fun = (lambda *args: fun(*args)[0]) if has_aux else fun
+    out = fun(*primals)
+    f_jvp = lambda *tangents: jvp(primal_fun, primals, tangents)[1]  # noqa: E731
+    if has_aux:
+        return out[0], f_jvp, out[1]
+    return out, f_jvp
 
 
 def _vjp_flat(flat_fun, flat_primals):

@@ -20,7 +20,13 @@ from funcgrad.core.prims import elementwise as ew
 from funcgrad.core.prims.reductions import reduce_or
 from funcgrad.core.prims.structural import broadcast_in_dim, moveaxis
 from funcgrad.core.tensor import Tensor, wrap
-from funcgrad.transforms.ad import as_tensor, tree_flatten, tree_unflatten, zeros_for
+from funcgrad.transforms.ad import (
+    NoReverseModeError,
+    as_tensor,
+    tree_flatten,
+    tree_unflatten,
+    zeros_for,
+)
 from funcgrad.transforms.ir_transforms import (
     batch_ir,
     jvp_ir,
@@ -932,7 +938,7 @@ def _while_partial_eval(trace, args, params):
             break
         carry_uk = new
     if any(carry_uk) or any(trace.is_own(c) for c in args[:cond_n]):
-        raise TypeError(
+        raise NoReverseModeError(
             "Reverse-mode differentiation does not work for fg.while_loop: its trip count is "
             "not known in advance. Use fg.fori_loop with Python-int bounds or fg.scan (which "
             "support grad), or forward mode (jvp/jacfwd).")

@@ -246,3 +246,17 @@ def test_eager_cond_and_switch_return_tensors_and_reject_float_indices_as_jax():
     assert isinstance(out, fg.Tensor) and out.dtype == fg.int32 and int(out) == 6
     with pytest.raises(TypeError, match="integer scalar"):
         fg.switch(fg.tensor(1.0), [lambda a: a + 1, lambda a: a - 1], 1.0)
+
+
+def test_linearize_through_a_while_loop_as_jax():
+    # forward mode works through while_loop; linearize runs the JVP for each tangent
+    def f(x):
+        return fg.while_loop(lambda c: c[0] < 3, lambda c: (c[0] + 1, fnp.sin(c[1])), (0, x))[1]
+
+    x = fg.tensor([0.3, -0.4, 0.25])
+    y, f_jvp = fg.linearize(f, x)
+    want_y, want_t = fg.jvp(f, (x,), (fg.tensor([1.0, 2.0, -1.0]),))
+    np.testing.assert_allclose(y.numpy(), want_y.numpy())
+    np.testing.assert_allclose(f_jvp(fg.tensor([1.0, 2.0, -1.0])).numpy(), want_t.numpy())
+    with pytest.raises(TypeError, match="Reverse-mode"):
+        fg.grad(lambda x: f(x).sum())(x)
