@@ -182,7 +182,7 @@ def getitem(x, index, fill=None, mode=None):
     plan, advanced, kept = [], [], 0
     advanced_positions = [i for i, e in enumerate(entries) if isinstance(e, _Advanced)]
     adjacent = (not advanced_positions or advanced_positions[-1] - advanced_positions[0]
-                == len(advanced_positions) - 1)
+                == len(advanced_positions) - 1) and _adjacent_around_ellipsis(index)
     if advanced_positions and not adjacent:
         plan.append(("adv",))
     for i, e in enumerate(entries):
@@ -235,6 +235,23 @@ def getitem(x, index, fill=None, mode=None):
         final = [1 if item[0] == "new" else next(dims) for item in plan]
         return st.reshape(x, final)
     return x
+
+
+def _adjacent_around_ellipsis(index) -> bool:
+    """False when an ``...`` stands between advanced indices (arrays, or ints beside
+    arrays): NumPy then puts the advanced dimensions first, even where the ``...``
+    stands for no axis at all."""
+    items = index if isinstance(index, tuple) else (index,)
+    if Ellipsis not in [i for i in items if not isinstance(i, (np.ndarray, Tensor))]:
+        return True
+    arrays = [k for k, i in enumerate(items) if isinstance(i, (list, np.ndarray, Tensor))]
+    if not arrays:
+        return True
+    advanced = [k for k, i in enumerate(items)
+                if isinstance(i, (list, np.ndarray, Tensor)) or isinstance(i, _INT_TYPES)
+                and not isinstance(i, (bool, np.bool_))]
+    dots = [k for k, i in enumerate(items) if i is Ellipsis]
+    return not any(advanced[0] < d < advanced[-1] for d in dots)
 
 
 def _traced_in_range(advanced, shape, batch, every=False):

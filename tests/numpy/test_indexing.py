@@ -388,3 +388,13 @@ def test_nonzero_family_with_size_is_jittable_as_jax():
         x).numpy(), [1, 0])
     with pytest.raises(TypeError, match="size="):
         fg.jit(fnp.nonzero)(x)
+
+
+def test_an_ellipsis_between_advanced_indices_puts_their_axes_first_as_numpy():
+    # found by hypothesis: even an Ellipsis standing for no axis separates them
+    x = np.zeros((0, 1, 1, 0), np.float32)
+    index = (slice(None), 0, Ellipsis, np.array([0], np.int32), slice(None))
+    assert fg.tensor(x)[index].shape == x[index].shape == (1, 0, 0)
+    y = np.arange(24.0).reshape(2, 3, 4)
+    for index in ((0, Ellipsis, np.array([1, 2])), (slice(None), np.array([0, 1]), Ellipsis, 2)):
+        np.testing.assert_array_equal(fg.tensor(y)[index].numpy(), y[index])
