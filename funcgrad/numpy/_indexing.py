@@ -594,8 +594,9 @@ def flatnonzero(x, *, size=None, fill_value=None):
     return nonzero(st.reshape(x, (x.size,)), size=size, fill_value=fill_value)[0]
 
 
-def searchsorted(a, v, side: str = "left"):
-    """Insertion positions of ``v`` in the sorted 1-d ``a`` that keep it sorted.
+def searchsorted(a, v, side: str = "left", sorter=None):
+    """Insertion positions of ``v`` in the sorted 1-d ``a`` that keep it sorted (``a``
+    taken in the order of the indices ``sorter`` when given, as NumPy).
 
     >>> fnp.searchsorted(fg.tensor([1.0, 2.0, 3.0]), 2.5)
     tensor(2, dtype=int32)
@@ -607,6 +608,8 @@ def searchsorted(a, v, side: str = "left"):
     a, v = asarray(a), asarray(v)
     if a.ndim != 1:
         raise ValueError(f"searchsorted: a must be 1-d, got shape {a.shape}")
+    if sorter is not None:
+        a = take(a, sorter)
     from funcgrad.numpy._util import promote
 
     a, v = promote("searchsorted", a, v)

@@ -65,8 +65,10 @@ def _mask(name, where, shape):
     return broadcast_to(mask, shape)
 
 
-def sum(x, axis=None, dtype=None, keepdims: bool = False, *, where=None):  # noqa: A001
-    """Sum over ``axis`` (all axes by default), of the elements where ``where`` holds.
+def sum(x, axis=None, dtype=None, keepdims: bool = False, initial=None, *,  # noqa: A001
+        where=None):
+    """Sum over ``axis`` (all axes by default), of the elements where ``where`` holds,
+    plus ``initial``.
 
     >>> fnp.sum(fg.tensor([[1.0, 2.0], [3.0, 4.0]]), axis=0)
     tensor([4., 6.], dtype=float32)
@@ -74,11 +76,12 @@ def sum(x, axis=None, dtype=None, keepdims: bool = False, *, where=None):  # noq
     x = _masked("sum", asarray(x), where, 0)
     axes = normalize_axes("sum", axis, x.ndim)
     target = _sum_dtype(x.dtype) if dtype is None else dtypes.canonicalize(dtype)
-    return _keep(_accumulated(red.reduce_sum, x, target, axes), x.shape, axes, keepdims)
+    out = _keep(_accumulated(red.reduce_sum, x, target, axes), x.shape, axes, keepdims)
+    return out if initial is None else out + asarray(initial).astype(out.dtype)
 
 
-def prod(x, axis=None, dtype=None, keepdims: bool = False, *, where=None):
-    """Product over ``axis`` (of the elements where ``where`` holds).
+def prod(x, axis=None, dtype=None, keepdims: bool = False, initial=None, *, where=None):
+    """Product over ``axis`` (of the elements where ``where`` holds), times ``initial``.
 
     >>> fnp.prod(fg.tensor([1.0, 2.0, 3.0]))
     tensor(6., dtype=float32)
@@ -86,7 +89,8 @@ def prod(x, axis=None, dtype=None, keepdims: bool = False, *, where=None):
     x = _masked("prod", asarray(x), where, 1)
     axes = normalize_axes("prod", axis, x.ndim)
     target = _sum_dtype(x.dtype) if dtype is None else dtypes.canonicalize(dtype)
-    return _keep(_accumulated(red.reduce_prod, x, target, axes), x.shape, axes, keepdims)
+    out = _keep(_accumulated(red.reduce_prod, x, target, axes), x.shape, axes, keepdims)
+    return out if initial is None else out * asarray(initial).astype(out.dtype)
 
 
 def _extremum(name, prim_fn, x, axis, keepdims, initial=None, where=None):

@@ -212,13 +212,13 @@ def concatenate(arrays, axis: int | None = 0, dtype=None):
 concat = concatenate
 
 
-def stack(arrays, axis: int = 0):
-    """Join same-shaped tensors along a new axis.
+def stack(arrays, axis: int = 0, dtype=None):
+    """Join same-shaped tensors along a new axis (converted to ``dtype`` when given).
 
     >>> fnp.stack([fnp.ones(2), fnp.zeros(2)]).shape
     (2, 2)
     """
-    arrays = [asarray(a) for a in arrays]
+    arrays = [asarray(a) if dtype is None else asarray(a).astype(dtype) for a in arrays]
     if not arrays:
         raise ValueError("stack: need at least one tensor")
     shape = arrays[0].shape
@@ -229,15 +229,15 @@ def stack(arrays, axis: int = 0):
     return concatenate([expand_dims(a, axis) for a in arrays], axis)
 
 
-def hstack(arrays):
+def hstack(arrays, dtype=None):
     """Concatenate along axis 1 (axis 0 for 1-d inputs)."""
     arrays = [atleast_1d(a) for a in arrays]
-    return concatenate(arrays, 0 if arrays[0].ndim == 1 else 1)
+    return concatenate(arrays, 0 if arrays[0].ndim == 1 else 1, dtype=dtype)
 
 
-def vstack(arrays):
+def vstack(arrays, dtype=None):
     """Concatenate along axis 0, treating 1-d inputs as rows."""
-    return concatenate([atleast_2d(a) for a in arrays], 0)
+    return concatenate([atleast_2d(a) for a in arrays], 0, dtype=dtype)
 
 
 def column_stack(arrays):

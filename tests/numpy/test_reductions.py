@@ -320,3 +320,19 @@ def test_logsumexp_broadcasts_b_and_returns_the_sign():
     total = np.sum(b * np.exp(x))
     assert float(sign) == np.sign(total)
     assert float(value) == pytest.approx(np.log(abs(total)))
+
+
+def test_sum_and_prod_initial_and_searchsorted_sorter_and_stack_dtype():
+    x = np.arange(6.0).reshape(2, 3)
+    np.testing.assert_allclose(fnp.sum(fg.tensor(x), axis=1, initial=10.0).numpy(),
+                               np.sum(x, axis=1, initial=10.0))
+    np.testing.assert_allclose(fnp.prod(fg.tensor(x) + 1, initial=2.0).numpy(),
+                               np.prod(x + 1, initial=2.0))
+    a = np.array([3.0, 1.0, 2.0])
+    order = np.argsort(a)
+    np.testing.assert_array_equal(
+        fnp.searchsorted(fg.tensor(a), fg.tensor([1.5, 3.0]), sorter=fg.tensor(order)).numpy(),
+        np.searchsorted(a, [1.5, 3.0], sorter=order))
+    assert fnp.stack([fg.ones(2), fg.zeros(2)], dtype=fg.int32).dtype == fg.int32
+    assert fnp.hstack([fg.ones(2), fg.zeros(2)], dtype=fg.float64).dtype == fg.float64
+    assert fnp.vstack([fg.ones(2)], dtype=fg.int8).dtype == fg.int8
