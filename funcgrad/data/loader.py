@@ -60,10 +60,10 @@ class DataLoader:
             raise ValueError("DataLoader: shuffle=True needs a key for the random order, "
                              "e.g. DataLoader(dataset, batch_size, shuffle=True, "
                              "key=random.key(0))")
-        if key is not None and (not isinstance(key, Tensor) or key.shape[-1:] != (2,)
-                                or key.dtype != np.uint32):
-            raise TypeError(f"DataLoader: key must be a random key (random.key(seed)), got "
-                            f"{key!r:.60}")
+        if key is not None:  # checked now, not at the first epoch
+            from funcgrad.random import _check_key
+
+            key = _check_key("DataLoader", key)
         self.dataset = dataset
         self.batch_size = int(batch_size)
         self.shuffle = shuffle

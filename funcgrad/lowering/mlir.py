@@ -153,7 +153,7 @@ class LoweringContext:
         env.update(zip(program.const_vars, const_values, strict=False))
         env.update(zip(program.in_vars, args, strict=False))
 
-        folded = {}  # var -> NumPy value of a scalar computed from constants only
+        folded = {}  # var -> NumPy value of a small result computed from constants only
 
         def read(x):
             if isinstance(x, Literal):

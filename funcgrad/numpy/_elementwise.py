@@ -355,8 +355,13 @@ def floor_divide(x, y):
     if x.dtype.kind == "u":
         return q
     r = apply_elementwise("floor_divide", ew.rem_p, x, y)
-    adjust = logical_and(not_equal(r, 0), not_equal(less(r, 0), less(y, 0)))  # noqa: F821
-    return where(adjust, q - 1, q)
+    return where(_sign_differs(r, y), q - 1, q)
+
+
+def _sign_differs(r, y):
+    """Where a truncated remainder ``r`` is non-zero with a sign other than the divisor's:
+    there the floored quotient is one less and the floored remainder ``r + y``."""
+    return logical_and(not_equal(r, 0), not_equal(less(r, 0), less(y, 0)))  # noqa: F821
 
 
 def _float_floor_divide(x, y):
@@ -365,8 +370,7 @@ def _float_floor_divide(x, y):
     69, floor(7 / 0.1) is 70); x / y where y is 0, NaN for an infinite x."""
     r = apply_elementwise("floor_divide", ew.rem_p, x, y)
     q = (x - r) / y
-    q = where(logical_and(not_equal(r, 0), not_equal(less(r, 0), less(y, 0))),  # noqa: F821
-              q - 1, q)
+    q = where(_sign_differs(r, y), q - 1, q)
     whole = floor(q)  # noqa: F821
     whole = where(q - whole > 0.5, whole + 1, whole)
     # a zero quotient keeps the sign of x / y; a zero divisor gives x / y (inf, NaN)
@@ -384,8 +388,7 @@ def remainder(x, y):
     r = apply_elementwise("remainder", ew.rem_p, x, y)
     if x.dtype.kind == "u":
         return r
-    adjust = logical_and(not_equal(r, 0), not_equal(less(r, 0), less(y, 0)))  # noqa: F821
-    return where(adjust, r + y, r)
+    return where(_sign_differs(r, y), r + y, r)
 
 
 mod = remainder

@@ -242,15 +242,13 @@ def _adjacent_around_ellipsis(index) -> bool:
     arrays): NumPy then puts the advanced dimensions first, even where the ``...``
     stands for no axis at all."""
     items = index if isinstance(index, tuple) else (index,)
-    if Ellipsis not in [i for i in items if not isinstance(i, (np.ndarray, Tensor))]:
-        return True
-    arrays = [k for k, i in enumerate(items) if isinstance(i, (list, np.ndarray, Tensor))]
-    if not arrays:
-        return True
-    advanced = [k for k, i in enumerate(items)
-                if isinstance(i, (list, np.ndarray, Tensor)) or isinstance(i, _INT_TYPES)
-                and not isinstance(i, (bool, np.bool_))]
     dots = [k for k, i in enumerate(items) if i is Ellipsis]
+    arrays = [k for k, i in enumerate(items) if isinstance(i, (list, np.ndarray, Tensor))]
+    if not dots or not arrays:
+        return True
+    ints = [k for k, i in enumerate(items)
+            if isinstance(i, _INT_TYPES) and not isinstance(i, (bool, np.bool_))]
+    advanced = sorted(arrays + ints)
     return not any(advanced[0] < d < advanced[-1] for d in dots)
 
 
@@ -351,15 +349,13 @@ class _AtRef:
         """A copy with the selected elements divided by ``values`` (true division, as
         ``x / y``: integers give floats; repeats divide repeatedly), as JAX's."""
         x = asarray(self.tensor)
-        return elt.true_divide(x, _update(st.full(x.shape, 1, x.dtype), self.index, values,
-                                          "mul", _at_mode("divide", mode, _UPDATE_MODES)))
+        return elt.true_divide(x, _scattered_factors(x, self.index, values, "divide", mode))
 
     def power(self, values, *, mode=None, indices_are_sorted=False, unique_indices=False):
         """A copy with the selected elements raised to ``values`` (repeats multiply the
         exponents), as JAX's."""
         x = asarray(self.tensor)
-        return elt.power(x, _update(st.full(x.shape, 1, x.dtype), self.index, values, "mul",
-                                    _at_mode("power", mode, _UPDATE_MODES)))
+        return elt.power(x, _scattered_factors(x, self.index, values, "power", mode))
 
     def min(self, values, *, mode=None, indices_are_sorted=False, unique_indices=False):
         """A copy with the selected elements replaced by min(element, values)."""
@@ -370,6 +366,13 @@ class _AtRef:
         """A copy with the selected elements replaced by max(element, values)."""
         return _update(self.tensor, self.index, values, "max", _at_mode("max", mode,
                                                                          _UPDATE_MODES))
+
+
+def _scattered_factors(x, index, values, method, mode):
+    """Ones of ``x``'s shape with ``values`` multiplied in at ``index`` (repeats multiply):
+    what divide and power apply to ``x`` (as JAX builds them)."""
+    return _update(st.full(x.shape, 1, x.dtype), index, values, "mul",
+                   _at_mode(method, mode, _UPDATE_MODES))
 
 
 def _update(x, index, values, mode, index_mode=None):
@@ -485,11 +488,9 @@ def take_along_axis(x, indices, axis, mode=None, fill_value=None):
                                                 tuple(idx_target)), axis)
     if mode == "clip" or not (mode == "fill" or _is_traced(indices)):
         return picked
-    in_range = ew.and_p.bind(ew.ge(indices, st.full(indices.shape, -size, indices.dtype)),
-                             ew.lt(indices, st.full(indices.shape, size, indices.dtype)))
+    in_range = _traced_in_range([(axis, indices)], x.shape, picked.shape, every=True)
     fill = _default_fill(x.dtype) if fill_value is None else fill_value
-    return ew.select_n(broadcast_to(in_range, picked.shape), st.full(picked.shape, fill,
-                                                                      picked.dtype), picked)
+    return ew.select_n(in_range, st.full(picked.shape, fill, picked.dtype), picked)
 
 
 def sort(x, axis=-1, kind=None, order=None, *, stable: bool = True, descending: bool = False):
@@ -556,11 +557,11 @@ def _nonzero_sized(x, size, fill_value):
     from funcgrad.numpy._reductions import sum as _sum
 
     flat = elt._truth(st.reshape(x, (x.size,)))
-    rank = cumsum(flat.astype(dtypes.int32)) - 1
-    target = elt.where(flat, rank, size)  # out of range: dropped
+    ones = flat.astype(dtypes.int32)
+    target = elt.where(flat, cumsum(ones) - 1, size)  # its rank; out of range: dropped
     positions = st.iota(dtypes.int32, (x.size,), 0)
     found = st.full((size,), 0, dtypes.int32).at[target].set(positions, mode="drop")
-    valid = st.iota(dtypes.int32, (size,), 0) < _sum(flat.astype(dtypes.int32))
+    valid = st.iota(dtypes.int32, (size,), 0) < _sum(ones)
     fills = fill_value if isinstance(fill_value, (tuple, list)) else \
         [0 if fill_value is None else fill_value] * x.ndim
     if len(fills) != x.ndim:
@@ -659,12 +660,11 @@ def select(condlist, choicelist, default=0):
 
 def isin(element, test_elements, invert: bool = False):
     """Whether each element occurs in ``test_elements`` (flattened), as ``numpy.isin``."""
-    element, tests = asarray(element), asarray(test_elements)
-    tests = st.reshape(tests, (tests.size,))
-    found = elt.equal(st.reshape(element, (*element.shape, 1)), tests)
     from funcgrad.numpy._reductions import any as _any
 
-    hit = _any(found, axis=-1)
+    element, tests = asarray(element), asarray(test_elements)
+    tests = st.reshape(tests, (tests.size,))
+    hit = _any(elt.equal(st.reshape(element, (*element.shape, 1)), tests), axis=-1)
     return elt.logical_not(hit) if invert else hit
 
 

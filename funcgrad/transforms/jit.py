@@ -455,11 +455,9 @@ class Compiled:
         self._entry, self._key = entry, key
 
     def __call__(self, *args, **kwargs):
-        flat, in_tree = tree_flatten((args, kwargs))
-        flat = [_argument(x) for x in flat]
-        tree, avals = self._key[:2]
-        key = (in_tree, tuple(_signature_aval(x) for x in flat), *self._key[2:])
-        if key[:2] != (tree, avals):
+        flat, in_tree, avals = _flat_signature((args, kwargs))
+        key = (in_tree, avals, *self._key[2:])
+        if key[:2] != self._key[:2]:
             raise TypeError(f"{self._entry.name}: compiled for other arguments (static ones are "
                             f"left out when calling it): "
                             f"{_why_retrace(self._key, key, (args, kwargs))}")
@@ -542,12 +540,10 @@ class Jitted:
 
     def _entry(self, args, kwargs):
         static, static_kw, dyn_args, dyn_kwargs, static_pos = self._split(args, kwargs)
-        flat, in_tree = tree_flatten((dyn_args, dyn_kwargs))
         try:
-            flat = [_argument(x) for x in flat]
+            flat, in_tree, avals = _flat_signature((dyn_args, dyn_kwargs))
         except (TypeError, ValueError) as err:
             raise self._not_an_array(args, kwargs, static_pos, err) from None
-        avals = tuple(_signature_aval(x) for x in flat)
         key = (in_tree, avals, static, static_kw)
         entry = self._cache.get(key)
         if entry is None:
@@ -705,6 +701,13 @@ def _mark_donated(t: Tensor, name: str):
     except AttributeError:
         pass
     t._dev = _Donated(name)
+
+
+def _flat_signature(tree):
+    """The leaves of ``tree`` as Tensors, its structure, and their signature entries."""
+    flat, in_tree = tree_flatten(tree)
+    flat = [_argument(x) for x in flat]
+    return flat, in_tree, tuple(_signature_aval(x) for x in flat)
 
 
 def _signature_aval(x: Tensor):
