@@ -25,7 +25,7 @@ CPU_FLAGS = (
     "--iree-hal-local-target-device-backends=llvm-cpu",
     "--iree-llvmcpu-target-cpu=host",
     "--iree-opt-data-tiling=true",
-    # microkernels for the data-tiled matmuls: measured 23% off the MLP SGD step, 6% GEMM
+    # microkernels for the data-tiled matmuls (programs with a large one only: CPU_PLAIN_FLAGS)
     "--iree-llvmcpu-enable-ukernels=all",
     "--iree-input-type=stablehlo",
     "--iree-input-demote-f64-to-f32=false",
@@ -87,13 +87,13 @@ class _SessionHolder:
         return self._session
 
 
-# Programs made only of small operations (run single-threaded, e.g. a scan of
-# matrix-vector steps) lose more to data tiling's per-call packing than its kernels gain:
-# an RNN scan of 1000 steps took 2.21 ms with it, 1.71 ms without (iree-benchmark-module).
-CPU_SMALL_FLAGS = tuple(f for f in CPU_FLAGS if f not in (
+# Programs without a large matmul lose more to data tiling's operand packs than its kernels
+# gain (funcgrad.transforms.jit._DATA_TILING_WORK); an RNN scan of 1000 steps took 2.21 ms
+# with it, 1.71 ms without (iree-benchmark-module).
+CPU_PLAIN_FLAGS = tuple(f for f in CPU_FLAGS if f not in (
     "--iree-opt-data-tiling=true", "--iree-llvmcpu-enable-ukernels=all")) + (
     "--iree-opt-data-tiling=false",)
-_SESSIONS = {"cpu": _SessionHolder(CPU_FLAGS), "cpu-small": _SessionHolder(CPU_SMALL_FLAGS)}
+_SESSIONS = {"cpu": _SessionHolder(CPU_FLAGS), "cpu-plain": _SessionHolder(CPU_PLAIN_FLAGS)}
 
 CUDA_ARCHS = ("sm_80", "sm_86", "sm_89", "sm_90")
 # IREE 3.13's --iree-cuda-target has no sm_90 row (IREE issue 22147): for Hopper the module

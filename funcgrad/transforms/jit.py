@@ -40,6 +40,13 @@ jit_p.takes_tensors = True
 # functions with an operation heavier than this run on all cores (local-task); below it the
 # thread wake-up of local-task costs more than it saves (DESIGN.md: 8-28 us vs 1.7 us)
 _PARALLEL_WORK = 2_000_000
+# programs with a matmul of at least this many multiply-adds are compiled with data tiling
+# (operands packed into the microkernel's tile layout); below it the packs cost more than
+# the faster kernel saves.  Measured (one matmul, ratio of times without/with): 1024^3
+# 1.41, 1024x1024x512 1.32, 2048x128x2048 1.15 (each 2^29 or more); 768^3 1.00, 512^3 0.95,
+# 128x784x512 0.94, 2048x256x512 0.60, 2048x2048x64 0.57; the MLP step of the benchmarks
+# (largest 128x784x512) 2.5 -> 2.2 ms without
+_DATA_TILING_WORK = 1 << 29
 
 
 class DonatedBufferError(RuntimeError):
@@ -62,14 +69,16 @@ class _Donated:
     dtype = shape
 
 
-def _largest_step(program: IR) -> int:
+def _largest_step(program: IR, dots_only: bool = False) -> int:
     """The work of the heaviest single operation (elements written, or multiply-adds for
     dot_general), looking inside loop bodies and branches: threads only pay off when
-    individual kernels are big, not when a loop runs many small ones."""
+    individual kernels are big, not when a loop runs many small ones.  ``dots_only``:
+    the heaviest dot_general's multiply-adds (0 without one)."""
     largest = 0
     for eqn in program.equations:
-        work = sum(v.aval.size for v in eqn.outputs)
-        if eqn.prim.name == "dot_general":
+        is_dot = eqn.prim.name == "dot_general"
+        work = sum(v.aval.size for v in eqn.outputs) if is_dot or not dots_only else 0
+        if is_dot:
             (lc, _), _ = eqn.params["dimension_numbers"]
             k = int(np.prod([eqn.inputs[0].aval.shape[a] for a in lc], dtype=np.int64))
             work *= max(k, 1)
@@ -77,10 +86,19 @@ def _largest_step(program: IR) -> int:
             subs = value if isinstance(value, tuple) else (value,)
             for sub in subs:
                 if isinstance(sub, IR):
-                    work = max(work, _largest_step(sub)) if eqn.prim.name != "jit_call" \
-                        else _largest_step(sub)
+                    inner = _largest_step(sub, dots_only)
+                    work = max(work, inner) if eqn.prim.name != "jit_call" else inner
         largest = max(largest, work)
     return largest
+
+
+def _cpu_plan(program: IR) -> tuple[str, str]:
+    """The compiler session and run-time driver for ``program`` on the CPU: data tiling
+    only with a matmul big enough to repay packing its operands, all cores only with an
+    operation big enough to repay waking them."""
+    tiled = _largest_step(program, dots_only=True) >= _DATA_TILING_WORK
+    heavy = _largest_step(program) > _PARALLEL_WORK
+    return ("cpu" if tiled else "cpu-plain"), ("local-task" if heavy else "local-sync")
 
 
 def executable_for(program: IR, device=CPU):
@@ -96,13 +114,12 @@ def executable_for(program: IR, device=CPU):
 
     # keyed by the IR itself first: a disk-cache hit then needs no compiler session and
     # no MLIR (creating them is most of a warm first call)
-    heavy = _largest_step(program) > _PARALLEL_WORK
-    holder = session_for("cpu" if heavy else "cpu-small")
+    session, driver = _cpu_plan(program)
+    holder = session_for(session)
     out_avals = [v.aval.strip_weak() for v in program.outputs]
     storage = output_storage_for(out_avals)
     ir_key = _cpu_cache_key(program, holder.flags, storage)
     vmfb = _cached_module(program, ir_key) or _compile_for_cpu(program, holder, storage, ir_key)
-    driver = "local-task" if heavy else "local-sync"
     exe = Executable(vmfb, out_avals, driver=driver, output_storage=storage)
     program._executable = exe
     return exe
@@ -252,9 +269,9 @@ def _ready_executable(program: IR):
     if job is None:
         from funcgrad.lowering import compiler
 
-        heavy = _largest_step(program) > _PARALLEL_WORK
-        flags = compiler.CPU_FLAGS if heavy else compiler.CPU_SMALL_FLAGS
         from funcgrad.lowering.runtime import output_storage_for
+
+        flags = compiler.session_for(_cpu_plan(program)[0]).flags
 
         storage = output_storage_for([v.aval.strip_weak() for v in program.outputs])
         if compiler.lookup(_cpu_cache_key(program, flags, storage)):

@@ -63,8 +63,8 @@ def test_a_diagnostic_is_retried_once_without_the_optional_optimizations(tmp_pat
                     f'exec {real} "$@"\n')
     fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
     monkeypatch.setattr(compiler, "_compiler_tool", lambda: str(fake))
-    out = fg.jit(lambda x: (x @ x).sum())(fg.ones((512, 512)))  # heavy: data tiling on
-    assert float(out) == 512.0 ** 3
+    out = fg.jit(lambda x: (x @ x).sum())(fg.ones((1024, 1024)))  # 2^30 multiply-adds:
+    assert float(out) == 1024.0 ** 3                                # data tiling on
     first, second = calls.read_text().splitlines()  # one retry, not a repeat of the first
     assert "--iree-opt-data-tiling=true" in first
     assert "--iree-opt-data-tiling=false" in second
@@ -94,9 +94,13 @@ def test_programs_that_failed_data_tiling_compile_at_the_first_try(tmp_path, mon
                                                                    program):
     # jacfwd's identity basis (bool -> float) feeding a matmul, and data-tiled matmuls that
     # want over 32 KiB of stack (per-example gradients of a 784-512-10 softmax MLP), made
-    # IREE 3.13 refuse data tiling: a second, slower compile and a slower program
+    # IREE 3.13 refuse data tiling: a second, slower compile and a slower program.  Their
+    # matmuls are too small to get data tiling now; it is forced here to keep them working
     import numpy as np
 
+    from funcgrad.transforms import jit as jit_module
+
+    monkeypatch.setattr(jit_module, "_DATA_TILING_WORK", 0)
     real = compiler._compiler_tool()
     calls = tmp_path / "calls"
     fake = tmp_path / "iree-compile"
@@ -130,3 +134,21 @@ def test_programs_that_failed_data_tiling_compile_at_the_first_try(tmp_path, mon
                                        rtol=1e-4, atol=1e-6)
     lines = calls.read_text().splitlines()
     assert len(lines) == 1 and "--iree-opt-data-tiling=true" in lines[0], lines
+
+
+def test_only_programs_with_a_large_matmul_get_data_tiling(tmp_path, monkeypatch):
+    # packing operands for the microkernels pays off for a 1024^3 GEMM, not for the 128-row
+    # matmuls of a training step; elementwise programs never need it
+    real = compiler._compiler_tool()
+    calls = tmp_path / "calls"
+    fake = tmp_path / "iree-compile"
+    fake.write_text(f'#!/bin/sh\necho "$@" >> {calls}\nexec {real} "$@"\n')
+    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setattr(compiler, "_compiler_tool", lambda: str(fake))
+    fg.jit(lambda a, b: a @ b)(fg.ones((128, 784)), fg.ones((784, 512))).block_until_ready()
+    fg.jit(lambda a: fnp.exp(a) * 2.0)(fg.ones((2048, 2048))).block_until_ready()
+    fg.jit(lambda a, b: a @ b)(fg.ones((1024, 1024)), fg.ones((1024, 512))).block_until_ready()
+    small, elementwise, large = calls.read_text().splitlines()
+    assert "--iree-opt-data-tiling=false" in small and "ukernels" not in small
+    assert "--iree-opt-data-tiling=false" in elementwise
+    assert "--iree-opt-data-tiling=true" in large and "--iree-llvmcpu-enable-ukernels=all" in large
