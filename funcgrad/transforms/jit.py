@@ -268,7 +268,6 @@ def _ready_executable(program: IR):
     job = getattr(program, "_background", None)
     if job is None:
         from funcgrad.lowering import compiler
-
         from funcgrad.lowering.runtime import output_storage_for
 
         flags = compiler.session_for(_cpu_plan(program)[0]).flags

@@ -16,6 +16,22 @@ def _cache(tmp_path, monkeypatch):
     fg.clear_caches()
 
 
+def _logging_compiler(tmp_path, monkeypatch, refuse_data_tiling=False):
+    """Puts a wrapper around iree-compile that logs each call's flags (one line per call)
+    and, with ``refuse_data_tiling``, fails with a diagnostic as IREE 3.13 does for some
+    programs; returns the log's path."""
+    real = compiler._compiler_tool()
+    calls = tmp_path / "calls"
+    fake = tmp_path / "iree-compile"
+    refuse = ('case "$*" in *data-tiling=true*) '
+              'echo "module.mlir:1:1: error: exceeded stack allocation limit" >&2; '
+              'exit 1;; esac\n') if refuse_data_tiling else ""
+    fake.write_text(f'#!/bin/sh\necho "$@" >> {calls}\n{refuse}exec {real} "$@"\n')
+    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setattr(compiler, "_compiler_tool", lambda: str(fake))
+    return calls
+
+
 def _module(text):
     from iree.compiler import ir
 
@@ -52,17 +68,7 @@ def test_a_crashing_compiler_is_retried(tmp_path, monkeypatch):
 
 
 def test_a_diagnostic_is_retried_once_without_the_optional_optimizations(tmp_path, monkeypatch):
-    real = compiler._compiler_tool()
-    calls = tmp_path / "calls"
-    fake = tmp_path / "iree-compile"
-    # refuses data tiling with a diagnostic, as IREE 3.13 does for some programs
-    fake.write_text(f'#!/bin/sh\necho "$@" >> {calls}\n'
-                    'case "$*" in *data-tiling=true*) '
-                    'echo "module.mlir:1:1: error: exceeded stack allocation limit" >&2; '
-                    'exit 1;; esac\n'
-                    f'exec {real} "$@"\n')
-    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
-    monkeypatch.setattr(compiler, "_compiler_tool", lambda: str(fake))
+    calls = _logging_compiler(tmp_path, monkeypatch, refuse_data_tiling=True)
     out = fg.jit(lambda x: (x @ x).sum())(fg.ones((1024, 1024)))  # 2^30 multiply-adds:
     assert float(out) == 1024.0 ** 3                                # data tiling on
     first, second = calls.read_text().splitlines()  # one retry, not a repeat of the first
@@ -101,12 +107,7 @@ def test_programs_that_failed_data_tiling_compile_at_the_first_try(tmp_path, mon
     from funcgrad.transforms import jit as jit_module
 
     monkeypatch.setattr(jit_module, "_DATA_TILING_WORK", 0)
-    real = compiler._compiler_tool()
-    calls = tmp_path / "calls"
-    fake = tmp_path / "iree-compile"
-    fake.write_text(f'#!/bin/sh\necho "$@" >> {calls}\nexec {real} "$@"\n')
-    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
-    monkeypatch.setattr(compiler, "_compiler_tool", lambda: str(fake))
+    calls = _logging_compiler(tmp_path, monkeypatch)
     rng = np.random.default_rng(0)
     if program == "hessian":
         w = fg.tensor((rng.standard_normal((256, 256)) / 16).astype(np.float32))
@@ -139,12 +140,7 @@ def test_programs_that_failed_data_tiling_compile_at_the_first_try(tmp_path, mon
 def test_only_programs_with_a_large_matmul_get_data_tiling(tmp_path, monkeypatch):
     # packing operands for the microkernels pays off for a 1024^3 GEMM, not for the 128-row
     # matmuls of a training step; elementwise programs never need it
-    real = compiler._compiler_tool()
-    calls = tmp_path / "calls"
-    fake = tmp_path / "iree-compile"
-    fake.write_text(f'#!/bin/sh\necho "$@" >> {calls}\nexec {real} "$@"\n')
-    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
-    monkeypatch.setattr(compiler, "_compiler_tool", lambda: str(fake))
+    calls = _logging_compiler(tmp_path, monkeypatch)
     fg.jit(lambda a, b: a @ b)(fg.ones((128, 784)), fg.ones((784, 512))).block_until_ready()
     fg.jit(lambda a: fnp.exp(a) * 2.0)(fg.ones((2048, 2048))).block_until_ready()
     fg.jit(lambda a, b: a @ b)(fg.ones((1024, 1024)), fg.ones((1024, 512))).block_until_ready()
