@@ -35,7 +35,7 @@ def test_results_stay_on_the_device_until_numpy_needs_them():
 
 # --- large results: storage passed in by funcgrad, on huge pages ------------------------------
 
-_BIG = (1024, 1025)  # 4.2 MB of float32: over OUTPUT_STORAGE_BYTES
+_BIG = (4096, 2049)  # 33.6 MB of float32: over OUTPUT_STORAGE_BYTES
 
 
 def _storage_of(jitted, *args):
