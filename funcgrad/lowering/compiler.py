@@ -93,7 +93,12 @@ class _SessionHolder:
 CPU_PLAIN_FLAGS = tuple(f for f in CPU_FLAGS if f not in (
     "--iree-opt-data-tiling=true", "--iree-llvmcpu-enable-ukernels=all")) + (
     "--iree-opt-data-tiling=false",)
-_SESSIONS = {"cpu": _SessionHolder(CPU_FLAGS), "cpu-plain": _SessionHolder(CPU_PLAIN_FLAGS)}
+# Programs that run on IREE's worker threads (local-task) are compiled with coarse fences:
+# the call returns at once and funcgrad waits for its fence (runtime.Executable._await)
+ASYNC_FLAG = "--iree-execution-model=async-external"
+_SESSIONS = {"cpu": _SessionHolder(CPU_FLAGS + (ASYNC_FLAG,)),
+             "cpu-plain": _SessionHolder(CPU_PLAIN_FLAGS),
+             "cpu-plain-task": _SessionHolder(CPU_PLAIN_FLAGS + (ASYNC_FLAG,))}
 
 CUDA_ARCHS = ("sm_80", "sm_86", "sm_89", "sm_90")
 # IREE 3.13's --iree-cuda-target has no sm_90 row (IREE issue 22147): for Hopper the module

@@ -98,7 +98,9 @@ def _cpu_plan(program: IR) -> tuple[str, str]:
     operation big enough to repay waking them."""
     tiled = _largest_step(program, dots_only=True) >= _DATA_TILING_WORK
     heavy = _largest_step(program) > _PARALLEL_WORK
-    return ("cpu" if tiled else "cpu-plain"), ("local-task" if heavy else "local-sync")
+    if not heavy:
+        return "cpu-plain", "local-sync"
+    return ("cpu" if tiled else "cpu-plain-task"), "local-task"
 
 
 def executable_for(program: IR, device=CPU):
@@ -109,18 +111,19 @@ def executable_for(program: IR, device=CPU):
     exe = getattr(program, "_executable", None)
     if exe is not None:
         return exe
-    from funcgrad.lowering.compiler import session_for
+    from funcgrad.lowering import compiler
     from funcgrad.lowering.runtime import Executable, output_storage_for
 
     # keyed by the IR itself first: a disk-cache hit then needs no compiler session and
     # no MLIR (creating them is most of a warm first call)
     session, driver = _cpu_plan(program)
-    holder = session_for(session)
+    holder = compiler.session_for(session)
     out_avals = [v.aval.strip_weak() for v in program.outputs]
     storage = output_storage_for(out_avals)
     ir_key = _cpu_cache_key(program, holder.flags, storage)
     vmfb = _cached_module(program, ir_key) or _compile_for_cpu(program, holder, storage, ir_key)
-    exe = Executable(vmfb, out_avals, driver=driver, output_storage=storage)
+    exe = Executable(vmfb, out_avals, driver=driver, output_storage=storage,
+                     asynchronous=compiler.ASYNC_FLAG in holder.flags)
     program._executable = exe
     return exe
 

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import funcgrad as fg
+import funcgrad.numpy as fnp
 from funcgrad.core.tensor import device_buffer
 
 
@@ -130,3 +131,64 @@ def test_results_of_a_small_program_feed_a_large_one_without_a_copy(monkeypatch)
     assert copies == []
     np.testing.assert_allclose(np.asarray(out), np.tanh(np.full((256, 512), 2 * 0.01 * 512)),
                                rtol=1e-5)
+
+
+# --- programs on the worker threads return at once; funcgrad waits for their fence ----------
+
+
+def _executable(jitted, *args):
+    from funcgrad.transforms.jit import executable_for
+
+    return executable_for(jitted._entry(args, {})[0].program)
+
+
+def test_programs_on_the_workers_are_called_asynchronously_and_waited_for():
+    small = fg.jit(lambda x: x * 2.0)
+    large = fg.jit(lambda x, w: fnp.tanh(x @ w).sum(axis=1))
+    x = np.random.default_rng(0).standard_normal((512, 512)).astype(np.float32)
+    assert not _executable(small, fg.tensor(x[0])).asynchronous  # local-sync: as before
+    assert _executable(large, fg.tensor(x), fg.tensor(x)).asynchronous
+    want = np.tanh(x.astype(np.float64) @ x).sum(axis=1)
+    for _ in range(5):  # the wait's estimate of the call's length changes nothing
+        np.testing.assert_allclose(np.asarray(large(fg.tensor(x), fg.tensor(x))), want,
+                                   rtol=1e-4, atol=1e-3)
+
+
+def test_asynchronous_calls_from_several_threads():
+    import threading
+
+    f = fg.jit(lambda x, w: fnp.tanh(x @ w) * 2.0)
+    rng = np.random.default_rng(1)
+    w = rng.standard_normal((384, 384)).astype(np.float32) / 20
+    xs = [rng.standard_normal((384, 384)).astype(np.float32) for _ in range(4)]
+    f(fg.tensor(xs[0]), fg.tensor(w))  # compiled once, before the threads start
+    results, errors = {}, []
+
+    def work(i):
+        try:
+            for _ in range(10):
+                results[i] = np.asarray(f(fg.tensor(xs[i]), fg.tensor(w)))
+        except Exception as e:  # reported below: a thread's exception would be lost
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    for i, x in enumerate(xs):
+        np.testing.assert_allclose(results[i], np.tanh(x @ w) * 2.0, rtol=1e-4, atol=1e-5)
+
+
+def test_debug_print_from_an_asynchronous_program(capsys):
+    def f(x, w):
+        y = fnp.tanh(x @ w)
+        fg.debug.print("total={t}", t=y.sum())
+        return y
+
+    x = fg.ones((512, 512)) * 0.001
+    assert _executable(fg.jit(f), x, x).asynchronous
+    fg.jit(f)(x, x).block_until_ready()
+    printed = capsys.readouterr().out
+    assert printed.startswith("total=") and abs(float(printed.split("=")[1]) - 134.118) < 0.01
