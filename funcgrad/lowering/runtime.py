@@ -334,29 +334,51 @@ class Executable:
                 for i, aval in enumerate(self.out_avals)]
 
     def _await(self, done):
-        """Wait for a call's fence by sleeping, not in IREE's wait.
+        """Wait for a call's fence by sleeping and polling, not in IREE's blocking wait.
 
         IREE's blocking wait lets the calling thread take part in scheduling the workers'
         tasks; with as many workers as cores that third busy thread takes a core from a
         worker, and a dispatch waits for it: 15-25% of the calls of an MLP training step
-        took 5-7 ms instead of 2.2 ms, the caller spending 3.5 ms of CPU in the wait.  The
-        caller sleeps through most of the time this function took before (its shortest
-        recent wait), then polls, at intervals that grow with the time waited beyond that (by
-        1/16 of it: a call that runs longer than expected is slowed by no more than that)."""
+        took 5-7 ms instead of 2.2 ms, the caller spending 3.5 ms of CPU in the wait (also
+        when the wait only began near the end).  So the caller sleeps through the call's
+        expected length (its shortest recent wait) less a margin wider than a sleep
+        overshoots, then polls, at intervals that grow with any overrun (by 1/16 of it, so
+        a call longer than expected is slowed by no more than that).  The margin keeps the
+        estimate honest: a sleep that ended late would be measured as the call's length and
+        never shrink."""
         if done.wait(timeout=0):
             return
-        start = time.perf_counter()
+        _precise_sleeps()
         expected = self._expected_s
-        if expected > _POLL_S:
-            time.sleep(expected * 0.9)
+        start = time.perf_counter()
+        nap = expected * 0.9 - _WAKE_MARGIN_S
+        if nap > _POLL_S:
+            time.sleep(nap)
         waited = time.perf_counter() - start
         while not done.wait(timeout=0):
             time.sleep(min(max(_POLL_S, (waited - expected) / 16), _POLL_MAX_S))
             waited = time.perf_counter() - start
-        # the shortest recent wait (it only creeps up, 5% a call): an average would take in
-        # the oversleeping too and drift upwards
+        # creeps up by at most 5% a call: one slow call does not stretch the next sleeps
         self._expected_s = waited if not expected else min(waited, expected * 1.05)
 
 
 _POLL_S = 20e-6
 _POLL_MAX_S = 2e-3
+_WAKE_MARGIN_S = 60e-6  # more than a sleep overshoots with a 1 us timer slack
+_PR_SET_TIMERSLACK = 29  # Linux prctl
+_precise = threading.local()
+
+
+def _precise_sleeps():
+    """Let this thread's sleeps end within a microsecond of their time (Linux's default
+    timer slack of 50 us is as long as a short compiled call); elsewhere a no-op."""
+    if getattr(_precise, "done", False):
+        return
+    _precise.done = True
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_TIMERSLACK, 1000, 0, 0, 0)
+        except (OSError, AttributeError):
+            pass  # sleeps stay as precise as they were: only the wait's latency suffers
