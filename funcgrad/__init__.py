@@ -12,28 +12,18 @@ tensor(12., dtype=float32)
 from funcgrad.core import prims as _prims
 from funcgrad.core.config import config
 from funcgrad.core.devices import Device, device, devices
-from funcgrad.core.dtypes import (
-    bfloat16,
-    bool_,
-    complex64,
-    complex128,
-    finfo,
-    float16,
-    float32,
-    float64,
-    iinfo,
-    int8,
-    int16,
-    int32,
-    int64,
-    promote_types,
-    result_type,
-    uint8,
-    uint16,
-    uint32,
-    uint64,
-)
+from funcgrad.core.dtypes import finfo, iinfo, promote_types, result_type
 from funcgrad.core.tensor import Tensor, asarray, tensor
+
+# the dtypes are also constructors, as jnp.float32: fg.float32(0.5) is a 0-d float32 tensor
+from funcgrad.numpy._scalar_types import SCALAR_TYPES as _SCALAR_TYPES
+
+bfloat16, bool_, complex64, complex128 = (_SCALAR_TYPES[n] for n in (
+    "bfloat16", "bool_", "complex64", "complex128"))
+float16, float32, float64 = (_SCALAR_TYPES[n] for n in ("float16", "float32", "float64"))
+int8, int16, int32, int64 = (_SCALAR_TYPES[n] for n in ("int8", "int16", "int32", "int64"))
+uint8, uint16, uint32, uint64 = (_SCALAR_TYPES[n] for n in ("uint8", "uint16", "uint32",
+                                                             "uint64"))
 
 # the NumPy API, random keys and pytrees
 from funcgrad import numpy

@@ -35,7 +35,12 @@ class ScalarType:
         return hash(self.dtype)
 
     def __getattr__(self, name):  # name, kind, itemsize, type, ... of the dtype
+        if name == "dtype":  # not set yet (unpickling): no attribute, not a recursion
+            raise AttributeError(name)
         return getattr(self.dtype, name)
+
+    def __reduce__(self):  # pickled and copied as the one instance of its dtype
+        return _scalar_type, (self.dtype.name,)
 
     def __repr__(self):
         return f"fnp.{self.dtype.name}"
@@ -47,3 +52,7 @@ class ScalarType:
 _NAMES = ("bfloat16", "bool_", "complex64", "complex128", "float16", "float32", "float64",
           "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
 SCALAR_TYPES = {name: ScalarType(getattr(dtypes, name)) for name in _NAMES}
+
+
+def _scalar_type(name: str) -> ScalarType:
+    return SCALAR_TYPES["bool_" if name == "bool" else name]

@@ -203,3 +203,18 @@ def test_numpy_namespace_dtypes_construct_like_jnp():
     assert fg.tensor([1, 2]).astype(fnp.float64).dtype == np.float64
     assert {np.dtype("int8"): "found"}[fnp.int8] == "found"
     assert fnp.float32.name == "float32" and fnp.finfo(fnp.float16).bits == 16
+
+
+def test_top_level_dtypes_are_the_same_constructors():
+    # fg.float32 is fnp.float32: a dtype everywhere, and callable as jnp.float32
+    import copy
+    import pickle
+
+    assert fg.float32 is fnp.float32 and fg.bool_ is fnp.bool_
+    assert fg.float32(1.5).dtype == np.float32 and fg.float32(1.5).item() == 1.5
+    assert fg.int8(fg.tensor([3.9, -1.2])).tolist() == [3, -1]
+    assert fg.zeros(3, dtype=fg.float64).dtype == fg.float64 == np.float64
+    assert np.zeros(2, fg.uint8).dtype == np.uint8
+    assert fg.promote_types(fg.int8, fg.float16) == fg.float16
+    for dtype in (fg.float32, fg.bool_, fg.bfloat16, fg.complex64):
+        assert pickle.loads(pickle.dumps(dtype)) is dtype and copy.deepcopy(dtype) is dtype
