@@ -404,25 +404,32 @@ def repeat(x, repeats, axis=None):
     return take(x, np.repeat(np.arange(x.shape[axis]), counts).astype(np.int32), axis=axis)
 
 
-_PAD_MODES = ("constant", "edge", "reflect", "symmetric", "wrap")
+_PAD_MODES = ("constant", "edge", "reflect", "symmetric", "wrap", "maximum", "minimum",
+              "mean", "median", "linear_ramp", "empty")
+_PAD_STATISTICS = ("maximum", "minimum", "mean", "median")
 
 
-def pad(x, pad_width, mode: str = "constant", constant_values=0):
-    """Pad with ``mode`` (constant, edge, reflect, symmetric, wrap), as ``numpy.pad``.
+def pad(x, pad_width, mode: str = "constant", constant_values=0, *, stat_length=None,
+        end_values=0):
+    """Pad with ``mode`` as ``numpy.pad``: constant, edge, reflect, symmetric, wrap; the
+    statistics maximum, minimum, mean, median (of ``stat_length`` values at each end, all
+    by default); linear_ramp (to ``end_values``); empty (zeros here, as in JAX).
 
     >>> fnp.pad(fg.tensor([1.0, 2.0]), 1)
+    tensor([0., 1., 2., 0.], dtype=float32)
+    >>> fnp.pad(fg.tensor([1.0, 2.0, 6.0]), (2, 1), mode="mean")
+    tensor([3., 3., 1., 2., 6., 3.], dtype=float32)
     """
     x = asarray(x)
-    try:
-        widths = np.broadcast_to(np.asarray(pad_width, dtype=np.int64), (x.ndim, 2)).tolist()
-    except (ValueError, TypeError):
-        raise ValueError(f"pad: pad_width {pad_width!r} does not fit a tensor of shape "
-                         f"{x.shape}; pass an int, a (before, after) pair, or one pair per "
-                         "axis") from None
+    widths = _per_axis_pairs("pad_width", pad_width, x.shape)
     if builtins.any(w < 0 for pair in widths for w in pair):
         raise ValueError(f"pad: pad_width must be non-negative, got {pad_width}")
     if mode not in _PAD_MODES:
         raise ValueError(f"pad: mode {mode!r} not supported; use one of {_PAD_MODES}")
+    if mode == "empty":  # unspecified values in NumPy; zeros, as JAX
+        mode, constant_values = "constant", 0
+    if mode in _PAD_STATISTICS or mode == "linear_ramp":
+        return _pad_computed(x, widths, mode, stat_length, end_values)
     if mode == "constant":
         value = asarray(constant_values, x.dtype)
         if not value.ndim:
@@ -450,6 +457,86 @@ def pad(x, pad_width, mode: str = "constant", constant_values=0):
                  _pad_side(x, axis, hi, mode, left=False)]
         x = st.concatenate([p for p in parts if p is not None and p.shape[axis]], axis)
     return x
+
+
+def _per_axis_pairs(name, value, shape):
+    """``value`` (an int, a (before, after) pair or one pair per axis) as a pair per axis."""
+    try:
+        return np.broadcast_to(np.asarray(value, dtype=np.int64), (len(shape), 2)).tolist()
+    except (ValueError, TypeError):
+        raise ValueError(f"pad: {name} {value!r} does not fit a tensor of shape {shape}; "
+                         "pass an int, a (before, after) pair, or one pair per axis") from None
+
+
+def _pad_computed(x, widths, mode, stat_length, end_values):
+    """The statistic and linear_ramp modes: axis by axis, each axis padded from the result
+    of the previous ones (so corners are computed from padded values, as numpy.pad)."""
+    from funcgrad.numpy import _reductions as red
+    from funcgrad.numpy import _statistics as stats
+
+    statistic = {"maximum": red.max, "minimum": red.min, "mean": red.mean,
+                 "median": stats.median}.get(mode)
+    lengths = (_per_axis_pairs("stat_length", stat_length, x.shape)
+               if stat_length is not None else None)
+    if lengths is not None and builtins.any(n < 0 for pair in lengths for n in pair):
+        raise ValueError(f"pad: stat_length must be non-negative, got {stat_length}")
+    ends = None
+    if mode == "linear_ramp":
+        ends = np.broadcast_to(np.asarray(end_values), (x.ndim, 2)) if not isinstance(
+            end_values, (Tensor, Tracer)) else None
+        if ends is None:
+            raise TypeError("pad: end_values must be Python numbers or a NumPy array")
+    for axis, (lo, hi) in enumerate(widths):
+        n = x.shape[axis]
+        if not (lo or hi):
+            continue
+        if n == 0:
+            raise ValueError(f"pad: cannot {mode}-pad an empty axis {axis}")
+        sides = []
+        for width, left in ((lo, True), (hi, False)):
+            if not width:
+                sides.append(None)
+                continue
+            if statistic is not None:
+                count = n if lengths is None else builtins.min(lengths[axis][0 if left else 1], n)
+                if count == 0:
+                    raise ValueError(f"pad: stat_length of 0 for axis {axis} leaves no values "
+                                     f"to take the {mode} of")
+                chunk = _slice_axis(x, axis, 0, count) if left else \
+                    _slice_axis(x, axis, n - count, n)
+                value = statistic(chunk, axis=axis, keepdims=True)
+                if not dtypes.is_inexact(x.dtype):
+                    value = value.round() if mode in ("mean", "median") else value
+                side = broadcast_to(value.astype(x.dtype),
+                                    x.shape[:axis] + (width,) + x.shape[axis + 1:])
+            else:
+                edge = _slice_axis(x, axis, 0, 1) if left else _slice_axis(x, axis, n - 1, n)
+                side = _ramp(edge, ends[axis][0 if left else 1], width, axis, left, x.dtype)
+            sides.append(side)
+        parts = [sides[0], x, sides[1]]
+        x = st.concatenate([p for p in parts if p is not None], axis)
+    return x
+
+
+def _slice_axis(x, axis, start, stop):
+    index = [slice(None)] * x.ndim
+    index[axis] = slice(start, stop)
+    return x[tuple(index)]
+
+
+def _ramp(edge, end, width, axis, left, dtype):
+    """``width`` values from ``end`` towards ``edge`` (excluded), along ``axis``; reversed on
+    the right, as numpy.pad's linear_ramp (integers truncated as numpy.linspace does)."""
+    compute = dtype if dtypes.is_inexact(dtype) else np.dtype(np.float64)
+    steps = np.arange(width, dtype=np.float64) / width  # 0 .. (width-1)/width
+    shape = [1] * edge.ndim
+    shape[axis] = width
+    steps = asarray(steps.reshape(shape), compute)
+    if not left:
+        steps = flip(steps, axis)
+    start = asarray(end, compute)
+    ramp = start + (edge.astype(compute) - start) * steps
+    return ramp.astype(dtype)
 
 
 def _pad_side(x, axis, width, mode, left):

@@ -231,6 +231,39 @@ def test_pad_more_cases():
         fnp.pad(fg.ones(3), ((1, 2), (3, 4)))
 
 
+
+@pytest.mark.parametrize("mode", ["maximum", "minimum", "mean", "median", "linear_ramp"])
+@pytest.mark.parametrize("width", _PAD_WIDTHS, ids=str)
+def test_pad_statistic_and_ramp_modes(mode, width):
+    x = _rand((3, 4))
+    extra = {"end_values": ((1.5, -2.0), (0.0, 4.0))} if mode == "linear_ramp" else \
+        {"stat_length": ((1, 2), (3, 1))}
+    cases = [(fnp.pad(fg.tensor(x), width, mode=mode), np.pad(x, width, mode=mode)),
+             (fnp.pad(fg.tensor(x), width, mode=mode, **extra),
+              np.pad(x, width, mode=mode, **extra)),
+             (fg.jit(lambda a: fnp.pad(a, width, mode=mode, **extra))(fg.tensor(x)),
+              np.pad(x, width, mode=mode, **extra))]
+    for got, want in cases:  # medians and ramps may round differently in the last bit
+        assert got.shape == want.shape and got.dtype == want.dtype
+        np.testing.assert_allclose(np.asarray(got), want, rtol=1e-14, atol=1e-15)
+
+
+def test_pad_statistic_modes_on_integers_and_their_gradients():
+    from funcgrad.test_util import check_grads
+
+    xi = np.array([1, 2, 7, 10], np.int32)
+    for mode in ("mean", "median", "linear_ramp", "maximum"):  # means rounded, ramps truncated
+        got = fnp.pad(fg.tensor(xi), (2, 3), mode=mode)
+        assert got.dtype == np.int32 and got.tolist() == np.pad(xi, (2, 3), mode=mode).tolist()
+    assert fnp.pad(fg.tensor([1.0, 2.0]), 1, mode="empty").tolist() == [0.0, 1.0, 2.0, 0.0]
+    for mode in ("maximum", "mean", "median", "linear_ramp"):
+        check_grads(lambda a, mode=mode: fnp.pad(a, ((1, 1), (2, 1)), mode=mode),
+                    (fg.tensor(_rand((2, 3))),), order=1)
+    with pytest.raises(ValueError, match="stat_length of 0"):
+        fnp.pad(fg.ones(3), 1, mode="mean", stat_length=0)
+    with pytest.raises(ValueError, match="empty axis"):
+        fnp.pad(fg.ones((0, 2)), 1, mode="maximum")
+
 @pytest.mark.parametrize("shape,shift,axis", [((5,), 2, None), ((5,), -7, 0), ((2, 3), 1, None),
                                               ((2, 3), 1, 1), ((2, 3), (1, 2), (0, 1)),
                                               ((2, 3), 4, -1), ((0,), 3, None), ((3, 0), 1, 0)])
