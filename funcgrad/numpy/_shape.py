@@ -374,15 +374,27 @@ def tile(x, reps):
     return st.reshape(expanded, tuple(r * d for r, d in zip(reps, x.shape, strict=False)))
 
 
-def repeat(x, repeats, axis=None):
+def repeat(x, repeats, axis=None, *, total_repeat_length=None):
     """Repeat each element ``repeats`` times along ``axis`` (flattened by default).
 
+    ``repeats`` may be a traced tensor (under ``jit``/``vmap``) when
+    ``total_repeat_length`` fixes the result's length, as in JAX: a longer sum of repeats
+    is cut there, a shorter one is filled with the last element.
+
     >>> fnp.repeat(fg.tensor([1, 2]), 2)
+    tensor([1, 1, 2, 2], dtype=int32)
+    >>> fnp.repeat(fg.tensor([1, 2, 3]), fg.tensor([2, 0, 1]), total_repeat_length=4)
+    tensor([1, 1, 3, 3], dtype=int32)
     """
     x = asarray(x)
     if axis is None:
         x, axis = ravel(x), 0
     axis = normalize_axis("repeat", axis, x.ndim)
+    if total_repeat_length is not None:
+        return _repeat_to_length(x, repeats, axis, total_repeat_length)
+    if isinstance(repeats, Tracer):
+        raise TypeError("repeat: repeats is a traced value, so the result's length is "
+                        "unknown; pass total_repeat_length= (or concrete repeats)")
     if isinstance(repeats, (int, np.integer)):
         r = int(repeats)
         if r < 0:
@@ -402,6 +414,32 @@ def repeat(x, repeats, axis=None):
     from funcgrad.numpy._indexing import take
 
     return take(x, np.repeat(np.arange(x.shape[axis]), counts).astype(np.int32), axis=axis)
+
+
+def _repeat_to_length(x, repeats, axis, total):
+    """repeat with a fixed result length: element i fills the positions from the sum of the
+    repeats before it up to its own (a search in the running sum), the last element any
+    positions past the whole sum."""
+    from funcgrad.numpy._elementwise import minimum
+    from funcgrad.numpy._indexing import searchsorted, take
+    from funcgrad.numpy._reductions import cumsum
+
+    if not isinstance(total, (int, np.integer)) or total < 0:
+        raise ValueError(f"repeat: total_repeat_length must be a non-negative int, got "
+                         f"{total!r}")
+    n = x.shape[axis]
+    counts = broadcast_to(asarray(repeats), (n,))
+    if not dtypes.is_integer(counts.dtype):
+        raise TypeError(f"repeat: repeats must be integers, got {counts.dtype}")
+    if n == 0:
+        if total:
+            raise ValueError("repeat: cannot fill a positive total_repeat_length from an "
+                             "empty axis")
+        return x
+    ends = cumsum(counts.astype(dtypes.int32))
+    positions = asarray(np.arange(total, dtype=np.int32))
+    index = searchsorted(ends, positions, side="right").astype(dtypes.int32)
+    return take(x, minimum(index, n - 1), axis=axis)
 
 
 _PAD_MODES = ("constant", "edge", "reflect", "symmetric", "wrap", "maximum", "minimum",

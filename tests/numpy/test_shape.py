@@ -202,6 +202,30 @@ def test_repeat(shape, repeats, axis):
     _check(fnp.repeat(fg.tensor(x), repeats, axis=axis), np.repeat(x, repeats, axis=axis))
 
 
+
+def test_repeat_with_traced_repeats_and_a_total_length():
+    # as jnp.repeat: the sum of repeats cut at total_repeat_length, or filled with the last
+    # element; the length is static, so traced repeats work under jit and vmap
+    x = np.array([1.5, 2.5, 3.5])
+    f = fg.jit(lambda x, r: fnp.repeat(x, r, total_repeat_length=5))
+    assert f(fg.tensor(x), fg.tensor([1, 3, 2])).tolist() == [1.5, 2.5, 2.5, 2.5, 3.5]
+    assert f(fg.tensor(x), fg.tensor([0, 1, 1])).tolist() == [2.5, 3.5, 3.5, 3.5, 3.5]
+    rows = fg.vmap(lambda r: fnp.repeat(fg.tensor([5, 6]), r, total_repeat_length=3))(
+        fg.tensor([[1, 2], [3, 0], [0, 0]]))
+    assert rows.tolist() == [[5, 6, 6], [5, 5, 5], [6, 6, 6]]
+    m = np.arange(6).reshape(2, 3)
+    _check(fnp.repeat(fg.tensor(m), [2, 1], axis=0, total_repeat_length=3),
+           np.repeat(m, [2, 1], axis=0))
+    assert fnp.repeat(fg.tensor(x), 2, total_repeat_length=0).shape == (0,)
+    from funcgrad.test_util import check_grads
+
+    check_grads(lambda a: fnp.repeat(a, fg.tensor([2, 1, 0]), total_repeat_length=4),
+                (fg.tensor(x),), order=1)
+    with pytest.raises(TypeError, match="total_repeat_length"):
+        fg.jit(lambda x, r: fnp.repeat(x, r))(fg.tensor(x), fg.tensor([1, 2, 1]))
+    with pytest.raises(ValueError, match="total_repeat_length must be a non-negative int"):
+        fnp.repeat(fg.tensor(x), 2, total_repeat_length=-1)
+
 _PAD_WIDTHS = [1, (1, 2), ((0, 1), (2, 0)), ((3, 3), (1, 1)), 0]
 
 
