@@ -57,6 +57,7 @@ from funcgrad.numpy._linear import *  # noqa: F401,F403
 from funcgrad.numpy._reductions import *  # noqa: F401,F403
 from funcgrad.numpy._reductions import all, any, max, min, sum  # noqa: F401,A004
 from funcgrad.numpy._shape import *  # noqa: F401,F403
+from funcgrad.numpy._signal import *  # noqa: F401,F403
 from funcgrad.numpy._statistics import *  # noqa: F401,F403
 from funcgrad.numpy._util import asarray  # noqa: F401
 
