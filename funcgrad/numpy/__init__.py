@@ -38,6 +38,7 @@ from funcgrad.numpy._creation import *  # noqa: F401,F403
 from funcgrad.numpy._elementwise import *  # noqa: F401,F403
 from funcgrad.numpy._elementwise import abs, pow, round  # noqa: F401,A004
 from funcgrad.numpy._elementwise import divmod_ as divmod  # noqa: F401
+from funcgrad.numpy._extras import *  # noqa: F401,F403
 from funcgrad.numpy._indexing import (  # noqa: F401
     argsort,
     argwhere,
