@@ -620,18 +620,70 @@ def searchsorted(a, v, side: str = "left", sorter=None):
     return _sum(below, axis=-1, dtype=dtypes.int32)
 
 
-def unique(x, return_index=False, return_inverse=False, return_counts=False, axis=None):
-    """Sorted unique elements (eager only, as the size depends on the values)."""
+def unique(x, return_index=False, return_inverse=False, return_counts=False, axis=None, *,
+           size=None, fill_value=None):
+    """Sorted unique elements, as ``numpy.unique`` (NaNs count as one value).
+
+    Their number depends on the values, so traced input (jit, vmap) needs ``size``, as in
+    JAX: the first ``size`` unique values, padded with ``fill_value`` (default: the
+    smallest value), their first indices padded with the smallest value's, counts with 0.
+
+    >>> fnp.unique(fg.tensor([3, 1, 3]), size=3, fill_value=-1)
+    tensor([ 1,  3, -1], dtype=int32)
+    """
     x = asarray(x)
+    if size is not None:
+        return _unique_sized(x, size, fill_value, axis, return_index, return_inverse,
+                             return_counts)
     if _is_traced(x):
-        raise TypeError("unique: the result's shape depends on the values; it needs concrete "
-                        "input (call it outside jit/vmap)")
+        raise TypeError("unique: the result's shape depends on the values; pass size= (and "
+                        "fill_value=) under jit/vmap, or call it on concrete input")
     out = np.unique(np.asarray(x), return_index=return_index, return_inverse=return_inverse,
                     return_counts=return_counts, axis=axis)
     if isinstance(out, tuple):
         return tuple(asarray(o.astype(np.int32) if o.dtype == np.int64 and i else o)
                      for i, o in enumerate(out))
     return asarray(out)
+
+
+def _unique_sized(x, size, fill_value, axis, return_index, return_inverse, return_counts):
+    """unique with a static result size: sort, mark where a value differs from the one
+    before (NaNs equal to each other), and gather the first ``size`` marked values."""
+    from funcgrad.numpy._creation import arange, zeros
+    from funcgrad.numpy._reductions import cumsum
+    from funcgrad.numpy._reductions import sum as _sum
+
+    if axis is not None:
+        raise ValueError("unique: size= works on the flattened input only (axis=None)")
+    if not isinstance(size, (int, np.integer)) or size < 0:
+        raise ValueError(f"unique: size must be a non-negative int, got {size!r}")
+    n = x.size
+    if n == 0 and size and fill_value is None:
+        raise ValueError("unique: an empty input has no smallest value to pad with; pass "
+                         "fill_value=")
+    flat = st.reshape(x, (n,))
+    order = argsort(flat) if n else zeros((0,), dtypes.int32)
+    ordered = take(flat, order)
+    differs = elt.not_equal(ordered[1:], ordered[:-1])
+    if dtypes.is_inexact(x.dtype):
+        differs = elt.logical_and(differs, elt.logical_not(elt.logical_and(
+            elt.isnan(ordered[1:]), elt.isnan(ordered[:-1]))))
+    first = st.concatenate([asarray(np.ones(builtins.min(n, 1), np.bool_)), differs], 0)
+    (positions,) = nonzero(first, size=size, fill_value=0)
+    values = take(ordered, positions) if n else zeros((size,), x.dtype)
+    if fill_value is not None:
+        found = elt.less(arange(size, dtype=dtypes.int32), _sum(first.astype(dtypes.int32)))
+        values = elt.where(found, values, asarray(fill_value, x.dtype))
+    outputs = [values]
+    group = cumsum(first.astype(dtypes.int32)) - 1
+    if return_index:
+        outputs.append(take(order, positions) if n else zeros((size,), dtypes.int32))
+    if return_inverse:
+        inverse = zeros((n,), dtypes.int32).at[order].set(group)
+        outputs.append(st.reshape(inverse, x.shape))
+    if return_counts:
+        outputs.append(zeros((size,), dtypes.int32).at[group].add(1, mode="drop"))
+    return outputs[0] if len(outputs) == 1 else tuple(outputs)
 
 
 def tril_indices(n: int, k: int = 0, m: int | None = None):

@@ -223,6 +223,30 @@ def test_unique():
     _check(counts, np.array([3, 1, 2], np.int32))
 
 
+
+def test_unique_with_a_static_size_under_jit_and_vmap():
+    # as jnp.unique(size=): values padded with fill_value (default the smallest), first
+    # indices with the smallest value's, counts with 0; NaNs are one value
+    x = np.array([[3, 1], [3, 2]], np.int32)
+    want = ([1, 2, 3, 1, 1], [1, 3, 0, 1, 1], [[2, 0], [2, 1]], [1, 1, 2, 0, 0])
+    f = lambda a: fnp.unique(a, size=5, return_index=True, return_inverse=True,
+                             return_counts=True)
+    for got in (f(fg.tensor(x)), fg.jit(f)(fg.tensor(x))):
+        assert [g.tolist() for g in got] == [list(w) for w in want]
+    nans = fg.tensor([2.0, np.nan, 1.0, np.nan])
+    got = fg.jit(lambda a: fnp.unique(a, size=4, fill_value=-1.0))(nans)
+    np.testing.assert_array_equal(np.asarray(got), [1.0, 2.0, np.nan, -1.0])
+    rows = fg.vmap(lambda r: fnp.unique(r, size=3, fill_value=0))(fg.tensor([[1, 1, 2],
+                                                                            [3, 2, 1]]))
+    assert rows.tolist() == [[1, 2, 0], [1, 2, 3]]
+    assert fnp.unique(fg.tensor([5, 6, 7]), size=2).tolist() == [5, 6]  # cut at size
+    with pytest.raises(TypeError, match="size="):
+        fg.jit(fnp.unique)(fg.tensor([1, 2]))
+    with pytest.raises(ValueError, match="fill_value"):
+        fnp.unique(fg.tensor(np.zeros(0, np.int32)), size=2)
+    with pytest.raises(ValueError, match="axis=None"):
+        fnp.unique(fg.tensor(x), size=2, axis=0)
+
 # --- the gather primitive clamps, scatter drops -------------------------------------------
 
 
