@@ -20,9 +20,10 @@ from funcgrad.numpy._util import broadcast_shapes, broadcast_to, normalize_axis,
 from funcgrad.transforms.custom import custom_jvp
 
 __all__ = [
-    "EighResult", "QRResult", "SVDResult", "SlogdetResult", "cholesky", "det", "eigh",
-    "eigvalsh", "inv", "lstsq", "matrix_norm", "matrix_power", "matrix_rank", "multi_dot",
-    "norm", "pinv", "qr", "slogdet", "solve", "svd", "svdvals", "vector_norm",
+    "EighResult", "QRResult", "SVDResult", "SlogdetResult", "cholesky", "cond", "cross", "det",
+    "diagonal", "eigh", "eigvalsh", "inv", "lstsq", "matrix_norm", "matrix_power",
+    "matrix_rank", "matrix_transpose", "multi_dot", "norm", "outer", "pinv", "qr", "slogdet",
+    "solve", "svd", "svdvals", "tensordot", "trace", "vecdot", "vector_norm",
 ]
 
 
@@ -485,3 +486,98 @@ def matrix_norm(x, ord="fro", keepdims: bool = False):
     if x.ndim < 2:
         raise ValueError(f"matrix_norm: expected (..., m, n), got shape {x.shape}")
     return _matrix_norm(x, ord, (x.ndim - 2, x.ndim - 1), keepdims)
+
+
+# --- the array API's linalg names for functions of funcgrad.numpy ------------------------------
+
+
+def cross(x1, x2, /, *, axis: int = -1):
+    """Cross product of 3-vectors along ``axis`` (the array API's form of ``fnp.cross``).
+
+    >>> fnp.linalg.cross(fg.tensor([1.0, 0.0, 0.0]), fg.tensor([0.0, 1.0, 0.0]))
+    tensor([0., 0., 1.], dtype=float32)
+    """
+    from funcgrad.numpy._linear import cross as _cross
+
+    x1, x2 = promote("linalg.cross", x1, x2)
+    if x1.shape[axis] != 3 or x2.shape[axis] != 3:
+        raise ValueError(f"linalg.cross: both inputs need size 3 along axis {axis}, got "
+                         f"shapes {x1.shape} and {x2.shape}")
+    return _cross(x1, x2, axis=axis)
+
+
+def diagonal(x, /, *, offset: int = 0):
+    """The diagonals of the matrices in the last two axes.
+
+    >>> fnp.linalg.diagonal(fg.tensor([[1.0, 2.0], [3.0, 4.0]]))
+    tensor([1., 4.], dtype=float32)
+    """
+    from funcgrad.numpy._util import asarray
+
+    x = asarray(x)
+    if x.ndim < 2:
+        raise ValueError(f"linalg.diagonal: expected a matrix (..., m, n), got shape {x.shape}")
+    return _shape.diagonal(x, offset, axis1=-2, axis2=-1)
+
+
+def trace(x, /, *, offset: int = 0, dtype=None):
+    """Sums of the diagonals of the matrices in the last two axes.
+
+    >>> fnp.linalg.trace(fg.tensor([[1.0, 2.0], [3.0, 4.0]]))
+    tensor(5., dtype=float32)
+    """
+    out = _reductions.sum(diagonal(x, offset=offset), axis=-1)
+    return out if dtype is None else out.astype(dtype)
+
+
+def outer(x1, x2, /):
+    """Outer product of two 1-d tensors (others are an error, as the array API says).
+
+    >>> fnp.linalg.outer(fg.tensor([1.0, 2.0]), fg.tensor([3.0, 4.0]))
+    tensor([[3., 4.],
+            [6., 8.]], dtype=float32)
+    """
+    from funcgrad.numpy._linear import outer as _outer
+
+    x1, x2 = promote("linalg.outer", x1, x2)
+    if x1.ndim != 1 or x2.ndim != 1:
+        raise ValueError(f"linalg.outer: both inputs must be 1-d, got shapes {x1.shape} and "
+                         f"{x2.shape}")
+    return _outer(x1, x2)
+
+
+def tensordot(x1, x2, /, *, axes=2):
+    """``fnp.tensordot`` with ``axes`` keyword-only, as the array API's."""
+    from funcgrad.numpy._linear import tensordot as _tensordot
+
+    return _tensordot(x1, x2, axes)
+
+
+def matrix_transpose(x, /):
+    """The matrices in the last two axes transposed."""
+    from funcgrad.numpy._extras import matrix_transpose as _matrix_transpose
+
+    return _matrix_transpose(x)
+
+
+def vecdot(x1, x2, /, *, axis: int = -1):
+    """Dot products along ``axis``, conjugating ``x1`` (``fnp.vecdot``)."""
+    from funcgrad.numpy._extras import vecdot as _vecdot
+
+    return _vecdot(x1, x2, axis=axis)
+
+
+def cond(x, p=None):
+    """Condition number of the matrices in the last two axes: the ratio of the largest to
+    the smallest singular value (``p`` None, 2 or -2, the inverse ratio for -2), else
+    ``norm(x, p) * norm(inv(x), p)``, as ``numpy.linalg.cond``.
+
+    >>> fnp.linalg.cond(fg.tensor([[2.0, 0.0], [0.0, 0.5]]))
+    tensor(4., dtype=float32)
+    """
+    x = _matrix("cond", x)
+    if p is None or p == 2 or p == -2:
+        s = svdvals(x)
+        big, small = s[..., 0], s[..., -1]
+        return big / small if p != -2 else small / big
+    return norm(x, p, axis=(-2, -1)) * norm(inv(x), p, axis=(-2, -1))

@@ -402,3 +402,36 @@ def test_jit_hessian_through_cholesky_matches_eager():
     x = fg.tensor([0.3, -0.2, 0.5])
     np.testing.assert_allclose(fg.jit(fg.hessian(f))(x).numpy(), fg.hessian(f)(x).numpy(),
                                rtol=1e-4, atol=1e-6)
+
+
+def test_array_api_linalg_names():
+    # cond, cross, diagonal, trace, outer, tensordot, matrix_transpose, vecdot in linalg, as
+    # jax.numpy.linalg has them (the last two axes are the matrices)
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((3, 4, 4))
+    for p in (None, 2, -2, "fro", 1, np.inf, -1):
+        np.testing.assert_allclose(np.asarray(fnp.linalg.cond(fg.tensor(a), p)),
+                                   np.linalg.cond(a, p), rtol=1e-10)
+    np.testing.assert_allclose(np.asarray(fnp.linalg.trace(fg.tensor(a), offset=1)),
+                               np.trace(a, 1, -2, -1), rtol=1e-12)
+    ints = np.arange(12, dtype=np.int32).reshape(3, 4)
+    got = fnp.linalg.diagonal(fg.tensor(ints), offset=-1)
+    assert got.dtype == np.int32 and got.tolist() == np.diagonal(ints, -1).tolist()
+    assert fnp.linalg.trace(fg.tensor(ints), dtype=fg.float64).dtype == np.float64
+    v, w = rng.standard_normal((2, 3)), rng.standard_normal((2, 3))
+    np.testing.assert_allclose(np.asarray(fnp.linalg.cross(fg.tensor(v), fg.tensor(w))),
+                               np.cross(v, w), rtol=1e-12)
+    np.testing.assert_allclose(np.asarray(fnp.linalg.outer(fg.tensor(v[0]), fg.tensor(w[0]))),
+                               np.outer(v[0], w[0]), rtol=1e-12)
+    b = rng.standard_normal((4, 2))
+    np.testing.assert_allclose(
+        np.asarray(fnp.linalg.tensordot(fg.tensor(a), fg.tensor(b), axes=1)),
+        np.tensordot(a, b, axes=1), rtol=1e-12)
+    assert fnp.linalg.matrix_transpose(fg.tensor(a)).shape == (3, 4, 4)
+    np.testing.assert_allclose(np.asarray(fnp.linalg.vecdot(fg.tensor(v), fg.tensor(w))),
+                               (v * w).sum(-1), rtol=1e-12)
+    check_grads(lambda m: fnp.linalg.cond(m), (fg.tensor(a[0]),), order=1)
+    with pytest.raises(ValueError, match="1-d"):
+        fnp.linalg.outer(fg.tensor(a), fg.tensor(v))
+    with pytest.raises(ValueError, match="size 3"):
+        fnp.linalg.cross(fg.tensor(a), fg.tensor(a))
