@@ -8,6 +8,8 @@ tensor(12, dtype=int32)
 
 import math as _math
 
+import numpy as _np
+
 from funcgrad.core.dtypes import (  # noqa: F401
     bfloat16,
     bool_,
@@ -29,9 +31,15 @@ from funcgrad.core.dtypes import (  # noqa: F401
     uint32,
     uint64,
 )
+from funcgrad.numpy._scalar_types import ABSTRACT as _ABSTRACT
+from funcgrad.numpy._scalar_types import ALIASES as _ALIASES
 from funcgrad.numpy._scalar_types import SCALAR_TYPES as _SCALAR_TYPES
+from funcgrad.numpy._scalar_types import can_cast, isdtype, issubdtype  # noqa: F401
 
 globals().update(_SCALAR_TYPES)  # fnp.float32(0.5) constructs, as jnp.float32
+globals().update({alias: _SCALAR_TYPES[name] for alias, name in _ALIASES.items()})
+globals().update(_ABSTRACT)  # fnp.floating ... for issubdtype, as jax.numpy has them
+dtype = _np.dtype
 from funcgrad.core.tensor import Tensor as ndarray  # noqa: E402,F401
 from funcgrad.core.tensor import tensor as array  # noqa: F401
 from funcgrad.numpy._creation import *  # noqa: F401,F403

@@ -218,3 +218,20 @@ def test_top_level_dtypes_are_the_same_constructors():
     assert fg.promote_types(fg.int8, fg.float16) == fg.float16
     for dtype in (fg.float32, fg.bool_, fg.bfloat16, fg.complex64):
         assert pickle.loads(pickle.dumps(dtype)) is dtype and copy.deepcopy(dtype) is dtype
+
+
+def test_dtype_introspection_as_jax_numpy():
+    assert fnp.issubdtype(fnp.bfloat16, fnp.floating)  # NumPy alone says False
+    assert fnp.issubdtype(fg.int8, fnp.signedinteger) and not fnp.issubdtype(fg.uint8,
+                                                                               fnp.signedinteger)
+    assert fnp.issubdtype(np.float32, np.float32) and not fnp.issubdtype(np.float32, np.float64)
+    assert fnp.isdtype(fnp.bfloat16, "real floating") and fnp.isdtype(fg.complex64,
+                                                                        "complex floating")
+    assert fnp.isdtype(fg.int8, ("integral", fg.float32)) and not fnp.isdtype(fg.bool_,
+                                                                               "numeric")
+    assert fnp.can_cast(fg.int8, fg.float16) and fnp.can_cast(fg.bfloat16, fg.float32)
+    assert not fnp.can_cast(fg.bfloat16, fg.float16) and not fnp.can_cast(fg.int64, fg.int32)
+    assert fnp.double is fnp.float64 and fnp.single is fnp.float32 and fnp.bool is fnp.bool_
+    assert fnp.cdouble(1.0).dtype == np.complex128 and fnp.dtype("int16") == fg.int16
+    with pytest.raises(ValueError, match="unknown kind"):
+        fnp.isdtype(fg.float32, "float")
