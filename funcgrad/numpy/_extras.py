@@ -40,6 +40,7 @@ __all__ = [
     "indices", "diag_indices", "diag_indices_from", "tril_indices_from", "triu_indices_from",
     "diagflat", "ix_", "unravel_index", "ravel_multi_index",
     "matvec", "vecmat", "vecdot",
+    "partition", "argpartition", "lexsort", "union1d", "intersect1d", "setdiff1d", "setxor1d",
 ]
 
 
@@ -908,3 +909,148 @@ def vecdot(x1, x2, /, *, axis: int = -1):
         raise ValueError(f"vecdot: sizes along axis {axis} differ: {x1.shape[-1]} != "
                          f"{x2.shape[-1]}")
     return red.sum(_conj(x1) * x2, axis=-1)
+
+
+# --- partial sorts, several keys, sets ----------------------------------------------------------
+
+
+def partition(a, kth: int, axis: int = -1):
+    """``a`` with the ``kth`` element along ``axis`` where sorting would put it, smaller ones
+    before and larger after, as ``numpy.partition`` (here: fully sorted, one valid answer).
+
+    >>> fnp.partition(fg.tensor([5, 1, 4, 2, 3]), 2)[2]
+    tensor(3, dtype=int32)
+    """
+    from funcgrad.numpy._indexing import sort
+
+    _check_kth("partition", a, kth, axis)
+    return sort(a, axis=axis)
+
+
+def argpartition(a, kth: int, axis: int = -1):
+    """Indices that partition ``a`` around its ``kth`` element along ``axis``, as
+    ``numpy.argpartition`` (here: a stable argsort, one valid answer).
+
+    >>> fnp.argpartition(fg.tensor([5, 1, 4, 2, 3]), 2)[2]
+    tensor(4, dtype=int32)
+    """
+    from funcgrad.numpy._indexing import argsort
+
+    _check_kth("argpartition", a, kth, axis)
+    return argsort(a, axis=axis)
+
+
+def _check_kth(name, a, kth, axis):
+    a = asarray(a)
+    n = a.shape[normalize_axis(name, axis, a.ndim)] if a.ndim else 1
+    if not isinstance(kth, (int, np.integer)) or not -n <= kth < n:
+        raise ValueError(f"{name}: kth must be an int in [-{n}, {n}) for an axis of size {n}, "
+                         f"got {kth!r}")
+
+
+def lexsort(keys, axis: int = -1):
+    """Indices sorting by several keys, the last key the primary one, as ``numpy.lexsort``.
+
+    >>> fnp.lexsort((fg.tensor([1, 1, 0]), fg.tensor([2, 1, 2])))
+    tensor([1, 2, 0], dtype=int32)
+    """
+    from funcgrad.numpy._indexing import argsort, take_along_axis
+
+    keys = [asarray(k) for k in (keys if isinstance(keys, (list, tuple)) else list(keys))]
+    if not keys:
+        raise ValueError("lexsort: needs at least one key")
+    shape = np.broadcast_shapes(*[k.shape for k in keys])
+    keys = [shp.broadcast_to(k, shape) for k in keys]
+    order = argsort(keys[0], axis=axis)  # stable sorts from the least significant key up
+    for key in keys[1:]:
+        order = take_along_axis(order, argsort(take_along_axis(key, order, axis), axis=axis),
+                                axis)
+    return order
+
+
+def _set_result(name, values, keep, size, fill_value, default_fill):
+    """The kept ones of the sorted unique ``values``: all of them eagerly, or the first
+    ``size`` padded with ``fill_value`` (``default_fill``: "smallest" or 0, as JAX)."""
+    from funcgrad.numpy._indexing import nonzero, take
+
+    if size is None:
+        if not is_concrete(keep) or not is_concrete(values):
+            raise TypeError(f"{name}: the result's size depends on the values; pass size= "
+                            "(and fill_value=) under jit/vmap")
+        return take(values, np.flatnonzero(np.asarray(keep)).astype(np.int32))
+    (index,) = nonzero(keep, size=size, fill_value=0)
+    out = take(values, index) if values.size else shp.broadcast_to(
+        asarray(0, values.dtype), (size,))
+    count = red.sum(keep.astype(dtypes.int32))
+    if fill_value is None:
+        fill_value = 0 if default_fill == 0 else elt.where(count > 0, out[0] if size else 0, 0)
+    return elt.where(arange(size) < count, out, asarray(fill_value, values.dtype))
+
+
+def _sorted_unique(name, *arrays):
+    """The sorted distinct values of the flattened ``arrays`` (padded to their total length
+    with a repeated value) and a mask of the real ones."""
+    from funcgrad.numpy._indexing import unique
+
+    flat = [shp.ravel(asarray(a)) for a in arrays]
+    joined = st.concatenate(flat, 0) if len(flat) > 1 else flat[0]
+    if joined.size == 0:
+        return joined, asarray(np.zeros(0, np.bool_))
+    values, counts = unique(joined, size=joined.size, return_counts=True)
+    return values, counts > 0
+
+
+def union1d(ar1, ar2, *, size=None, fill_value=None):
+    """Sorted distinct values found in either input, as ``numpy.union1d``; ``size`` as in
+    ``fnp.unique`` (padded with the smallest value by default).
+
+    >>> fnp.union1d(fg.tensor([3, 1]), fg.tensor([2, 3]))
+    tensor([1, 2, 3], dtype=int32)
+    """
+    values, real = _sorted_unique("union1d", *promote("union1d", ar1, ar2))
+    return _set_result("union1d", values, real, size, fill_value, "smallest")
+
+
+def intersect1d(ar1, ar2, assume_unique: bool = False, *, size=None, fill_value=None):
+    """Sorted distinct values found in both inputs, as ``numpy.intersect1d``
+    (``assume_unique`` accepted and not needed; padded with the smallest result).
+
+    >>> fnp.intersect1d(fg.tensor([5, 1, 4]), fg.tensor([4, 7, 1]))
+    tensor([1, 4], dtype=int32)
+    """
+    from funcgrad.numpy._indexing import isin
+
+    ar1, ar2 = promote("intersect1d", ar1, ar2)
+    values, real = _sorted_unique("intersect1d", ar1)
+    keep = elt.logical_and(real, isin(values, ar2))
+    return _set_result("intersect1d", values, keep, size, fill_value, "smallest")
+
+
+def setdiff1d(ar1, ar2, assume_unique: bool = False, *, size=None, fill_value=None):
+    """Sorted distinct values of ``ar1`` not in ``ar2``, as ``numpy.setdiff1d`` (padded with
+    0 by default, as JAX).
+
+    >>> fnp.setdiff1d(fg.tensor([5, 1, 4, 9]), fg.tensor([4, 7, 1]))
+    tensor([5, 9], dtype=int32)
+    """
+    from funcgrad.numpy._indexing import isin
+
+    ar1, ar2 = promote("setdiff1d", ar1, ar2)
+    values, real = _sorted_unique("setdiff1d", ar1)
+    keep = elt.logical_and(real, isin(values, ar2, invert=True))
+    return _set_result("setdiff1d", values, keep, size, fill_value, 0)
+
+
+def setxor1d(ar1, ar2, assume_unique: bool = False, *, size=None, fill_value=None):
+    """Sorted distinct values in exactly one of the inputs, as ``numpy.setxor1d`` (padded
+    with the smallest result by default).
+
+    >>> fnp.setxor1d(fg.tensor([5, 1, 4]), fg.tensor([4, 7, 1]))
+    tensor([5, 7], dtype=int32)
+    """
+    from funcgrad.numpy._indexing import isin
+
+    ar1, ar2 = promote("setxor1d", ar1, ar2)
+    values, real = _sorted_unique("setxor1d", ar1, ar2)
+    keep = elt.logical_and(real, elt.not_equal(isin(values, ar1), isin(values, ar2)))
+    return _set_result("setxor1d", values, keep, size, fill_value, "smallest")

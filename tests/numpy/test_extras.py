@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import funcgrad as fg
+import funcgrad.numpy as fnp
 from funcgrad.numpy import _extras as X
 from funcgrad.test_util import check_grads
 
@@ -453,3 +454,42 @@ def test_matvec_vecmat_vecdot():
         X.vecmat(fg.ones(3), fg.ones(3))
     with pytest.raises(ValueError, match="vecdot: sizes along axis -1 differ"):
         X.vecdot(fg.ones(3), fg.ones(4))
+
+
+def test_set_operations_eager_and_with_a_static_size():
+    a = np.array([5, 1, 4, 4, 9], np.int32)
+    b = np.array([4, 7, 1], np.int32)
+    # padded as jax.numpy pads: the smallest result, but 0 for setdiff1d
+    sized = {"union1d": (8, [1, 4, 5, 7, 9, 1, 1, 1]), "intersect1d": (4, [1, 4, 1, 1]),
+             "setdiff1d": (4, [5, 9, 0, 0]), "setxor1d": (6, [5, 7, 9, 5, 5, 5])}
+    for name, (size, want) in sized.items():
+        f = getattr(fnp, name)
+        assert f(fg.tensor(a), fg.tensor(b)).tolist() == getattr(np, name)(a, b).tolist()
+        assert f(fg.tensor(a), fg.tensor(b), size=size).tolist() == want
+        jitted = fg.jit(lambda x, y, f=f, size=size: f(x, y, size=size, fill_value=-1))
+        got = jitted(fg.tensor(a), fg.tensor(b)).tolist()
+        n = len(getattr(np, name)(a, b))
+        assert got == want[:n] + [-1] * (size - n)
+        with pytest.raises(TypeError, match="size="):
+            fg.jit(f)(fg.tensor(a), fg.tensor(b))
+    assert fnp.setdiff1d(fg.tensor([1, 2]), fg.tensor([1, 2]), size=2).tolist() == [0, 0]
+    np.testing.assert_array_equal(np.asarray(fnp.union1d(fg.tensor([1.5, np.nan]),
+                                                         fg.tensor([np.nan, 0.5]))),
+                                  [0.5, 1.5, np.nan])
+
+
+def test_lexsort_and_partitions():
+    rng = np.random.default_rng(0)
+    keys = [rng.integers(0, 3, 20) for _ in range(3)]
+    got = fnp.lexsort(tuple(fg.tensor(k.astype(np.int32)) for k in keys))
+    assert got.tolist() == np.lexsort(keys).tolist()
+    x = rng.standard_normal((3, 7))
+    for kth in (0, 3, -1):
+        part = np.asarray(fnp.partition(fg.tensor(x), kth, axis=1))
+        np.testing.assert_array_equal(part[:, kth], np.partition(x, kth, axis=1)[:, kth])
+        assert (part[:, :kth] <= part[:, [kth]]).all() and (part[:, kth:] >= part[:, [kth]]).all()
+        index = np.asarray(fnp.argpartition(fg.tensor(x), kth, axis=1))
+        np.testing.assert_array_equal(np.take_along_axis(x, index, 1)[:, kth],
+                                      np.partition(x, kth, axis=1)[:, kth])
+    with pytest.raises(ValueError, match="kth"):
+        fnp.partition(fg.tensor(x), 7)
