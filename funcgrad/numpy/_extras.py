@@ -856,6 +856,20 @@ def _conj(x):
     return elt.conjugate(x) if dtypes.is_complex(x.dtype) else x
 
 
+def _product_operands(name, x1, x2, ndims, contracted):
+    """``x1``, ``x2`` promoted, checked to have at least ``ndims`` axes and equal sizes along
+    their ``contracted`` axes."""
+    x1, x2 = promote(name, x1, x2)
+    if x1.ndim < ndims[0] or x2.ndim < ndims[1]:
+        raise ValueError(f"{name}: x1 must be at least {ndims[0]}-d and x2 at least "
+                         f"{ndims[1]}-d, got shapes {x1.shape} and {x2.shape}")
+    a, b = contracted
+    if x1.shape[a] != x2.shape[b]:
+        raise ValueError(f"{name}: shapes {x1.shape} and {x2.shape} do not align "
+                         f"({x1.shape[a]} != {x2.shape[b]})")
+    return x1, x2
+
+
 def matvec(x1, x2):
     """Matrix-vector product over the last axes: (..., m, n) with (..., n) gives (..., m),
     the leading axes broadcast.
@@ -863,13 +877,7 @@ def matvec(x1, x2):
     >>> fnp.matvec(fnp.ones((2, 3)), fg.tensor([1.0, 2.0, 3.0]))
     tensor([6., 6.], dtype=float32)
     """
-    x1, x2 = promote("matvec", x1, x2)
-    if x1.ndim < 2 or x2.ndim < 1:
-        raise ValueError(f"matvec: x1 must be at least 2-d and x2 at least 1-d, got shapes "
-                         f"{x1.shape} and {x2.shape}")
-    if x1.shape[-1] != x2.shape[-1]:
-        raise ValueError(f"matvec: shapes {x1.shape} and {x2.shape} do not align "
-                         f"({x1.shape[-1]} != {x2.shape[-1]})")
+    x1, x2 = _product_operands("matvec", x1, x2, (2, 1), (-1, -1))
     out = matmul(x1, st.reshape(x2, (*x2.shape, 1)))
     return st.reshape(out, out.shape[:-1])
 
@@ -881,13 +889,7 @@ def vecmat(x1, x2):
     >>> fnp.vecmat(fg.tensor([1.0, 2.0]), fnp.ones((2, 3)))
     tensor([3., 3., 3.], dtype=float32)
     """
-    x1, x2 = promote("vecmat", x1, x2)
-    if x1.ndim < 1 or x2.ndim < 2:
-        raise ValueError(f"vecmat: x1 must be at least 1-d and x2 at least 2-d, got shapes "
-                         f"{x1.shape} and {x2.shape}")
-    if x1.shape[-1] != x2.shape[-2]:
-        raise ValueError(f"vecmat: shapes {x1.shape} and {x2.shape} do not align "
-                         f"({x1.shape[-1]} != {x2.shape[-2]})")
+    x1, x2 = _product_operands("vecmat", x1, x2, (1, 2), (-1, -2))
     x1 = _conj(x1)
     out = matmul(st.reshape(x1, (*x1.shape[:-1], 1, x1.shape[-1])), x2)
     return st.reshape(out, (*out.shape[:-2], out.shape[-1]))

@@ -520,10 +520,9 @@ def _pad_computed(x, widths, mode, stat_length, end_values):
         raise ValueError(f"pad: stat_length must be non-negative, got {stat_length}")
     ends = None
     if mode == "linear_ramp":
-        ends = np.broadcast_to(np.asarray(end_values), (x.ndim, 2)) if not isinstance(
-            end_values, (Tensor, Tracer)) else None
-        if ends is None:
+        if isinstance(end_values, (Tensor, Tracer)):
             raise TypeError("pad: end_values must be Python numbers or a NumPy array")
+        ends = np.broadcast_to(np.asarray(end_values), (x.ndim, 2))
     for axis, (lo, hi) in enumerate(widths):
         n = x.shape[axis]
         if not (lo or hi):

@@ -389,9 +389,6 @@ def histogram(a, bins=10, range=None, weights=None, density=None):  # noqa: A002
 # --- gradient --------------------------------------------------------------------------------
 
 
-_axis_slice = _shape._slice_axis
-
-
 def _expand_along(v, axis, ndim):
     """A 1-d ``v`` shaped to broadcast along ``axis`` of an ``ndim``-d tensor."""
     shape = [1] * ndim
@@ -438,7 +435,7 @@ def _gradient_axis(f, ax, spacing, edge_order):
     ndim = f.ndim
 
     def part(start, stop):
-        return _axis_slice(f, ax, start, stop)
+        return _shape._slice_axis(f, ax, start, stop)
 
     d = None
     if np.ndim(spacing) == 1 or (isinstance(spacing, Tensor) and spacing.ndim == 1):

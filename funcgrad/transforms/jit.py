@@ -103,6 +103,18 @@ def _cpu_plan(program: IR) -> tuple[str, str]:
     return ("cpu" if tiled else "cpu-plain-task"), "local-task"
 
 
+def _cpu_build(program: IR):
+    """How ``program`` is built for the CPU: its compiler session, run-time driver, the
+    results written into storage passed in, and the cache key of the compiled module."""
+    from funcgrad.lowering import compiler
+    from funcgrad.lowering.runtime import output_storage_for
+
+    session, driver = _cpu_plan(program)
+    holder = compiler.session_for(session)
+    storage = output_storage_for([v.aval.strip_weak() for v in program.outputs])
+    return holder, driver, storage, _cpu_cache_key(program, holder.flags, storage)
+
+
 def executable_for(program: IR, device=CPU):
     """The compiled executable of ``program`` on ``device`` (built and cached on first
     use)."""
@@ -112,18 +124,14 @@ def executable_for(program: IR, device=CPU):
     if exe is not None:
         return exe
     from funcgrad.lowering import compiler
-    from funcgrad.lowering.runtime import Executable, output_storage_for
+    from funcgrad.lowering.runtime import Executable
 
     # keyed by the IR itself first: a disk-cache hit then needs no compiler session and
     # no MLIR (creating them is most of a warm first call)
-    session, driver = _cpu_plan(program)
-    holder = compiler.session_for(session)
-    out_avals = [v.aval.strip_weak() for v in program.outputs]
-    storage = output_storage_for(out_avals)
-    ir_key = _cpu_cache_key(program, holder.flags, storage)
+    holder, driver, storage, ir_key = _cpu_build(program)
     vmfb = _cached_module(program, ir_key) or _compile_for_cpu(program, holder, storage, ir_key)
-    exe = Executable(vmfb, out_avals, driver=driver, output_storage=storage,
-                     asynchronous=compiler.ASYNC_FLAG in holder.flags)
+    exe = Executable(vmfb, [v.aval.strip_weak() for v in program.outputs], driver=driver,
+                     output_storage=storage, asynchronous=compiler.ASYNC_FLAG in holder.flags)
     program._executable = exe
     return exe
 
@@ -271,12 +279,8 @@ def _ready_executable(program: IR):
     job = getattr(program, "_background", None)
     if job is None:
         from funcgrad.lowering import compiler
-        from funcgrad.lowering.runtime import output_storage_for
 
-        flags = compiler.session_for(_cpu_plan(program)[0]).flags
-
-        storage = output_storage_for([v.aval.strip_weak() for v in program.outputs])
-        if compiler.lookup(_cpu_cache_key(program, flags, storage)):
+        if compiler.lookup(_cpu_build(program)[3]):
             return executable_for(program)  # cached: loading is quick
         program._background = job = _BackgroundCompile(program)
     if not job.done.is_set():
