@@ -7,6 +7,8 @@ so they work unchanged on tracers, which subclass Tensor).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from funcgrad.core import dtypes, gpu
@@ -43,26 +45,28 @@ class Tensor:
         raise AttributeError(f"'Tensor' object has no attribute {name!r}")
 
     # -- attributes -------------------------------------------------------------------
+    # a device-resident result answers from its DeviceBuffer: asking a GPU result's shape
+    # must not make its eager (CuPy) view
     @property
     def aval(self) -> ShapedArray:
-        buf = self._buf
-        return ShapedArray(buf.shape, buf.dtype, self._weak)
+        meta = self._buf if self._dev is None else self._dev
+        return ShapedArray(meta.shape, meta.dtype, self._weak)
 
     @property
     def shape(self) -> tuple:
-        return self._buf.shape
+        return (self._buf if self._dev is None else self._dev).shape
 
     @property
     def dtype(self) -> np.dtype:
-        return self._buf.dtype
+        return (self._buf if self._dev is None else self._dev).dtype
 
     @property
     def ndim(self) -> int:
-        return self._buf.ndim
+        return len(self.shape)
 
     @property
     def size(self) -> int:
-        return self._buf.size
+        return math.prod(self.shape)
 
     @property
     def weak_type(self) -> bool:

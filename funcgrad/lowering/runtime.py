@@ -45,9 +45,7 @@ class _Runtime:
             if driver.startswith("cuda"):
                 index = int(driver.partition(":")[2] or 0)
                 self.device_name = Device("cuda", index)
-                # the default CUDA device is ordinal 0; others by their URI
-                self.config = (rt.Config("cuda") if index == 0 else
-                               rt.Config(device=rt.get_device(f"cuda://{index}")))
+                self.config = rt.Config(device=_cuda_device(rt, index))
             else:
                 _worker_stacks(rt)
                 self.config = rt.Config(driver)
@@ -68,6 +66,22 @@ class _Runtime:
         arrays = [np.array(self.rt.DeviceArray(self.device, v, implicit_host_transfer=True)
                            .to_host()) for v in views]
         handler(key, arrays)
+
+
+def _cuda_device(rt, index: int):
+    """IREE's device for GPU ``index``, allocating the way measured fastest on an H100.
+
+    Synchronous allocations behind IREE's caching allocator: buffers allocated from CUDA's
+    stream-ordered pools (IREE's default) cannot be exported by DLPack, so every eager use
+    of a jit result went through the host, and each call paid for its allocations (a 16M
+    elementwise call 0.50 -> 0.33 ms, a 1K one 0.13 -> 0.09 ms).  A freed buffer stays in
+    the cache for the next call of the same sizes."""
+    # read when the driver creates a device; only the cuda driver reads cuda_* flags
+    rt.flags.parse_flags("--cuda_async_allocations=false")
+    driver = rt.get_driver("cuda")
+    if index == 0:  # the default CUDA device is ordinal 0; others by their URI
+        return driver.create_default_device(allocators=["caching"])
+    return driver.create_device_by_uri(f"cuda://{index}", allocators=["caching"])
 
 
 _WORKER_STACK_BYTES = 512 * 1024

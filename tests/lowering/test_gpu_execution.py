@@ -61,6 +61,23 @@ def test_jit_runs_on_the_cuda_driver_and_results_stay_there():
     assert (out + 1.0).device == fg.device("cuda:0")  # eager use of a jit result (DLPack)
 
 
+def test_eager_use_of_a_jit_result_shares_its_gpu_buffer(monkeypatch):
+    from funcgrad.lowering.runtime import DeviceBuffer
+
+    a = _data(256)
+    out = fg.jit(lambda x: x * 2.0)(fg.tensor(a, device="cuda:0"))
+
+    def through_the_host(self):
+        raise AssertionError("a jit result was copied through the host for eager use")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(DeviceBuffer, "to_numpy", through_the_host)
+        assert out.shape == (256,)  # metadata: no eager view either
+        y = fnp.sin(out) + 1.0  # CuPy on the result's own memory (DLPack)
+    assert y.device == fg.device("cuda:0")
+    np.testing.assert_allclose(y.numpy(), np.sin(a * 2) + 1, rtol=1e-5, atol=1e-6)
+
+
 def test_jit_grad_training_step_on_the_gpu():
     model = nn.Sequential(nn.Linear(8, 16, key=fg.random.key(0)), nn.ReLU(),
                           nn.Linear(16, 3, key=fg.random.key(1)))
@@ -83,6 +100,45 @@ def test_jit_grad_training_step_on_the_gpu():
         losses.append(loss.item())
     assert losses[-1] < losses[0]
     assert all(p.device == fg.device("cuda:0") for p in nn.parameters(model))
+
+
+def test_control_flow_and_sorting_under_jit_on_the_gpu():
+    w = _data(16, 16) / 4
+
+    def program(w, x):
+        def step(h, x_t):
+            h = fnp.tanh(w @ h + x_t)
+            return h, h.sum()
+        h, sums = fg.scan(step, fnp.zeros(16), x)
+        n = fg.while_loop(lambda c: c[1] < 100.0, lambda c: (c[0] + 1, c[1] * 2.0 + 1.0),
+                          (0, fnp.abs(sums).sum() / 1000.0))[0]
+        picked = fg.cond(h.sum() > 0, lambda v: v * 2.0, lambda v: -v, h)
+        return fnp.sort(picked), n, fg.grad(lambda w: fg.scan(step, fnp.zeros(16), x)[0].sum())(w)
+
+    x = _data(50, 16, seed=3)
+    want = program(fg.tensor(w), fg.tensor(x))
+    got = fg.jit(program)(fg.tensor(w, device="cuda:0"), fg.tensor(x, device="cuda:0"))
+    assert got[0].device == fg.device("cuda:0")
+    for g, e in zip(got, want, strict=True):
+        np.testing.assert_allclose(np.asarray(g), np.asarray(e), rtol=1e-4, atol=1e-5)
+
+
+def test_random_numbers_are_the_same_on_the_gpu_and_the_cpu():
+    key = fg.random.key(42)
+    on_gpu = fg.device_put(key, "cuda:0")
+
+    def draws(k):
+        k1, k2, k3 = fg.random.split(k, 3)
+        return (fg.random.bits(k1, (1000,)), fg.random.randint(k2, (1000,), 0, 97),
+                fg.random.uniform(fg.random.fold_in(k3, 7), (1000,)),
+                fg.random.normal(k3, (1000,)))
+
+    cpu = draws(key)
+    for gpu_draws in (draws(on_gpu), fg.jit(draws)(on_gpu)):
+        assert all(t.device == fg.device("cuda:0") for t in gpu_draws)
+        for got, want in zip(gpu_draws[:3], cpu[:3], strict=True):  # integer work: exact
+            np.testing.assert_array_equal(got.numpy(), want.numpy())
+        np.testing.assert_allclose(gpu_draws[3].numpy(), cpu[3].numpy(), rtol=1e-5, atol=1e-6)
 
 
 def test_moving_back_to_the_cpu_and_mixing_errors():

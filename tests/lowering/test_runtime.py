@@ -29,6 +29,10 @@ def test_results_stay_on_the_device_until_numpy_needs_them():
     out = f(f(fg.ones(8)))
     assert device_buffer(out) is not None
     assert out.shape == (8,) and out.dtype == fg.float32
+    assert out.ndim == 1 and out.size == 8 and out.aval.shape == (8,)
+    # the metadata comes from the device buffer: no host view (a GPU result's would be a
+    # CuPy array, so asking a shape on every jit call made one per argument)
+    assert device_buffer(out)._host is None
     np.testing.assert_array_equal(np.asarray(out), np.full(8, 3.0, np.float32))
     with pytest.raises(ValueError):
         np.asarray(out)[0] = 1.0  # host views are read-only: tensors are immutable
