@@ -26,8 +26,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
-
 from funcgrad.core import dtypes
 from funcgrad.core.abstract import ShapedArray
 
@@ -215,7 +213,6 @@ def _matvec_rule(matrix_value):
 
     def rule(ctx, args, in_avals, out_avals, *, dimension_numbers,
              preferred_element_type=None):
-        ir = ctx.ir
         matrix_first = args[0] == matrix_value
         matrix, vector = (args[0], args[1]) if matrix_first else (args[1], args[0])
         vector_aval = in_avals[1] if matrix_first else in_avals[0]
@@ -225,23 +222,13 @@ def _matvec_rule(matrix_value):
         if vector_aval.ndim != 1:
             vector = ctx.op1("stablehlo.reshape", [vector],
                              ShapedArray((vector_aval.size,), vector_aval.dtype))
-        f32 = ctx.element_type(np.float32)
-        empty = ir.Operation.create("tensor.empty", results=[ctx.tensor_type(out_aval)]).result
-        zero = ir.Operation.create("arith.constant", results=[f32], attributes={
-            "value": ir.FloatAttr.get(f32, 0.0)}).result
-        fill = ir.Operation.create(
-            "linalg.fill", results=[ctx.tensor_type(out_aval)], operands=[zero, empty],
-            attributes={"operandSegmentSizes": ir.DenseI32ArrayAttr.get([1, 1])}, regions=1)
-        with ir.InsertionPoint(fill.regions[0].blocks.append(f32, f32)):
-            ir.Operation.create("linalg.yield", operands=[fill.regions[0].blocks[0]
-                                                          .arguments[0]])
+        init = ctx.linalg_zeros(out_aval)
         tile = min(rows, _ROW_TILE)
         attrs = {
             "indexing_maps": ctx.attr("[affine_map<(i, j) -> (j, i)>, "
                                       "affine_map<(i, j) -> (j)>, affine_map<(i, j) -> (i)>]"),
             "iterator_types": ctx.attr("[#linalg.iterator_type<parallel>, "
                                        "#linalg.iterator_type<reduction>]"),
-            "operandSegmentSizes": ir.DenseI32ArrayAttr.get([2, 1]),
             "compilation_info": ctx.attr(
                 "#iree_codegen.compilation_info<lowering_config = #iree_cpu.lowering_config<"
                 f"distribution = [0, 0], vector_common_parallel = [{tile}, 0], "
@@ -249,18 +236,9 @@ def _matvec_rule(matrix_value):
                 "#iree_codegen.translation_info<pipeline = "
                 "#iree_cpu.pipeline<DoubleTilingExpert>>>"),
         }
-        generic = ir.Operation.create(
-            "linalg.generic", results=[ctx.tensor_type(out_aval)],
-            operands=[matrix, vector, fill.result], attributes=attrs, regions=1)
-        block = generic.regions[0].blocks.append(f32, f32, f32)
-        with ir.InsertionPoint(block):
-            a, b, acc = block.arguments
-            product = ir.Operation.create("arith.mulf", results=[f32], operands=[a, b]).result
-            total = ir.Operation.create("arith.addf", results=[f32],
-                                        operands=[acc, product]).result
-            ir.Operation.create("linalg.yield", operands=[total])
+        product = ctx.linalg_multiply_add(matrix, vector, init, out_aval, attrs)
         if result_aval.ndim == 1:
-            return [generic.result]
-        return [ctx.op1("stablehlo.reshape", [generic.result], result_aval)]
+            return [product]
+        return [ctx.op1("stablehlo.reshape", [product], result_aval)]
 
     return rule

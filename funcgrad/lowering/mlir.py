@@ -93,6 +93,40 @@ class LoweringContext:
     def op1(self, name, operands, result_aval, attributes=None):
         return self.op(name, operands, [result_aval], attributes)[0]
 
+    def linalg_zeros(self, aval: ShapedArray):
+        """A tensor of zeros as a ``linalg.fill``: the init of a linalg contraction."""
+        ir = self.ir
+        element, result_type = self.element_type(aval.dtype), self.tensor_type(aval)
+        empty = ir.Operation.create("tensor.empty", results=[result_type]).result
+        zero = ir.Operation.create("arith.constant", results=[element], attributes={
+            "value": ir.FloatAttr.get(element, 0.0)}).result
+        fill = ir.Operation.create(
+            "linalg.fill", results=[result_type], operands=[zero, empty],
+            attributes={"operandSegmentSizes": ir.DenseI32ArrayAttr.get([1, 1])}, regions=1)
+        with ir.InsertionPoint(fill.regions[0].blocks.append(element, element)):
+            ir.Operation.create("linalg.yield", operands=[fill.regions[0].blocks[0]
+                                                          .arguments[0]])
+        return fill.result
+
+    def linalg_multiply_add(self, lhs, rhs, init, aval: ShapedArray, attributes: dict):
+        """A ``linalg.generic`` adding ``lhs * rhs`` into ``init`` (a contraction); its
+        indexing maps, iterator types and any ``compilation_info`` are in ``attributes``."""
+        ir = self.ir
+        element = self.element_type(aval.dtype)
+        attributes = dict(attributes, operandSegmentSizes=ir.DenseI32ArrayAttr.get([2, 1]))
+        generic = ir.Operation.create("linalg.generic", results=[self.tensor_type(aval)],
+                                      operands=[lhs, rhs, init], attributes=attributes,
+                                      regions=1)
+        block = generic.regions[0].blocks.append(element, element, element)
+        with ir.InsertionPoint(block):
+            a, b, acc = block.arguments
+            product = ir.Operation.create("arith.mulf", results=[element],
+                                          operands=[a, b]).result
+            total = ir.Operation.create("arith.addf", results=[element],
+                                        operands=[acc, product]).result
+            ir.Operation.create("linalg.yield", operands=[total])
+        return generic.result
+
     def constant(self, value, dtype=None):
         """A ``stablehlo.constant`` holding ``value`` (NumPy array or scalar)."""
         ir = self.ir

@@ -25,6 +25,32 @@ def test_compiles_for_cuda_and_the_ptx_targets_the_architecture(arch):
     assert b".entry" in artifact and b"main_dispatch" in artifact  # named kernels
 
 
+def _cuda_mlir(fun, *args):
+    from funcgrad.lowering.compiler import session_for_target
+    from funcgrad.lowering.mlir import lower_module
+
+    holder = session_for_target("cuda", "sm_80")
+    with holder.lock, holder.session.context:
+        module, _ = lower_module(fg.make_ir(fun)(*args), holder.session.context,
+                                 platform="cuda")
+        return str(module)
+
+
+def test_float32_matmuls_for_cuda_get_funcgrad_tiles():
+    # the step's products: forward (lhs, rhs as stored), backward (one operand transposed)
+    x, w1, w2 = fg.ones((128, 784)), fg.ones((784, 512)), fg.ones((512, 10))
+    text = _cuda_mlir(fg.grad(_mlp, argnums=1), x, w1, w2)
+    assert "reduction = [0, 0, 8], thread = [4, 4, 0], workgroup = [32, 32, 0]" in text
+    assert "thread = [2, 4, 0], workgroup = [16, 32, 0]" in text  # 784 rows: tiles of 16
+    assert "affine_map<(d0, d1, d2) -> (d2, d0)>" in text  # x.T @ g without a transpose
+    assert "stablehlo.dot_general" in text  # 10 outputs: no tile divides them, IREE's tiles
+    # the CPU lowering and other dtypes keep stablehlo.dot_general
+    assert "iree_gpu" not in fg.jit(_mlp).lower(x, w1, w2).as_text()
+    ints = _cuda_mlir(lambda a, b: a @ b, fg.ones((64, 64), dtype=fg.int32),
+                      fg.ones((64, 64), dtype=fg.int32))
+    assert "iree_gpu" not in ints and "stablehlo.dot_general" in ints
+
+
 def test_unknown_architecture_is_a_clear_error():
     with pytest.raises(ValueError, match="sm_80"):
         fg.jit(fnp.sin).lower(fg.ones(3)).compile(target="cuda", arch="sm_7")

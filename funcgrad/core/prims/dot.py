@@ -251,6 +251,12 @@ def _lower_dot_general(ctx, args, in_avals, out_avals, *, dimension_numbers,
         (out,) = _lower_dot_general(ctx, up, wide_in, [wide_out],
                                     dimension_numbers=dimension_numbers)
         return [ctx.op1("stablehlo.convert", [out], out_avals[0])]
+    if ctx.platform == "cuda" and not lb:
+        from funcgrad.lowering.gpu_matmul import tiled_matmul
+
+        tiled = tiled_matmul(ctx, args, in_avals, out_avals[0], lc, rc)
+        if tiled is not None:
+            return [tiled]
     numbers = ctx.attr(
         "#stablehlo.dot<lhs_batching_dimensions = [{}], rhs_batching_dimensions = [{}], "
         "lhs_contracting_dimensions = [{}], rhs_contracting_dimensions = [{}]>".format(
