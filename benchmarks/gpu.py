@@ -9,6 +9,7 @@ framework runs the same float32 workloads in one process, on the same GPU, inter
   (true float32); PyTorch's default is true float32 (``allow_tf32`` off).
 - ``elementwise``: ``tanh(x)*x + 0.5*x**2 - exp(-x)`` on 16M elements.
 - ``mlp_step``: SGD step of the 784-512-512-10 ReLU MLP, batch 128, params fed back.
+- ``pe_grads``: per-example gradients of that MLP (``vmap(grad)``), batch 128.
 
 Each sample is ``inner`` calls followed by one synchronisation (``block_until_ready``,
 ``torch.cuda.synchronize``, CuPy's stream sync).  Needs a GPU; ``--device cpu`` runs the
@@ -191,10 +192,43 @@ def mlp_step(device, rivals, passes, batch=128, sizes=(784, 512, 512, 10)):
     return [("mlp_step b128", name, t, "") for name, t in times.items()]
 
 
+def pe_grads(device, rivals, passes, batch=128, sizes=(784, 512, 512, 10)):
+    """Per-example gradients of the ReLU MLP: ``vmap(grad(loss))`` over the batch."""
+    rng = np.random.default_rng(0)
+    ws = [(rng.standard_normal((m, k)) / np.sqrt(m)).astype(np.float32)
+          for m, k in zip(sizes[:-1], sizes[1:], strict=True)]
+    xs = rng.standard_normal((batch, sizes[0])).astype(np.float32)
+    ys = rng.standard_normal((batch, sizes[-1])).astype(np.float32)
+
+    def make(ns, relu):
+        def loss(ws, x, y):
+            h = x
+            for i, w in enumerate(ws):
+                h = h @ w
+                if i < len(ws) - 1:
+                    h = relu(h)
+            return ns.sum((h - y) ** 2)
+        return loss
+
+    cands = {}
+    put = lambda v: fg.tensor(v, device=device)  # noqa: E731
+    fws, fx, fy = [put(w) for w in ws], put(xs), put(ys)
+    f = fg.jit(fg.vmap(fg.grad(make(fnp, lambda h: fnp.maximum(h, 0.0))), in_axes=(None, 0, 0)))
+    cands["funcgrad jit"] = (lambda: f(fws, fx, fy), _fg_sync)
+    if "jax" in rivals:
+        jax = rivals["jax"]
+        jws, jx, jy = [jax.device_put(w) for w in ws], jax.device_put(xs), jax.device_put(ys)
+        jf = jax.jit(jax.vmap(jax.grad(make(jax.numpy, jax.nn.relu)), in_axes=(None, 0, 0)))
+        cands["jax"] = (lambda: jf(jws, jx, jy), lambda out=None: out is not None and
+                        jax.block_until_ready(out))
+    times = _median_seconds(cands, passes, inner=20)
+    return [("pe_grads b128", name, t, "") for name, t in times.items()]
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cuda:0")
-    parser.add_argument("--workloads", default="gemm,elementwise,mlp_step")
+    parser.add_argument("--workloads", default="gemm,elementwise,mlp_step,pe_grads")
     parser.add_argument("--sizes", default="1024,4096")
     parser.add_argument("--passes", type=int, default=9)
     args = parser.parse_args(argv)
@@ -205,7 +239,8 @@ def main(argv=None) -> int:
             for n in map(int, args.sizes.split(",")):
                 rows += gemm(args.device, rivals, n, args.passes)
         else:
-            rows += {"elementwise": elementwise, "mlp_step": mlp_step}[workload](
+            rows += {"elementwise": elementwise, "mlp_step": mlp_step,
+                     "pe_grads": pe_grads}[workload](
                 args.device, rivals, args.passes)
     print(f"device {args.device}; rivals: "
           + ", ".join(f"{k} {getattr(m, '__version__', '?')}" for k, m in rivals.items()))

@@ -19,8 +19,9 @@ IREE's own choice:
 each side, 8x8 threads, the contracted axis in steps of 8; a transposed operand is read
 through its indexing map.  Through ``fg.jit`` on the H100 (sm_90): GEMM 4096^3 35.3 ->
 5.5 ms (25 TFLOP/s, cuBLAS 47), 1024^3 0.76 -> 0.35 ms, the MLP training step 1.24 ->
-0.85 ms.  Other products (batched, integer, axes no tile divides, a contracted axis not
-a multiple of 8) keep ``stablehlo.dot_general`` and IREE's tiles.
+0.85 ms.  Batched products (``vmap``) get the same tiles with each batch axis tiled by
+one.  Other products (integer, several contracted axes, axes no tile divides, a contracted
+axis not a multiple of 8) keep ``stablehlo.dot_general`` and IREE's tiles.
 """
 
 from __future__ import annotations
@@ -37,34 +38,58 @@ def _tile(extent: int) -> int | None:
     return next((t for t in (32, 16, 8) if extent % t == 0), None)
 
 
-def tiled_matmul(ctx, args, in_avals, out_aval, lhs_contract, rhs_contract):
-    """The product as a tiled ``linalg.generic``, or None where it does not apply."""
+def tiled_matmul(ctx, args, in_avals, out_aval, lhs_contract, rhs_contract,
+                 lhs_batch=(), rhs_batch=()):
+    """The product as a tiled ``linalg.generic``, or None where it does not apply.
+
+    One contracted axis and one free axis per operand, after any batch axes (which the
+    result leads with, each tiled by one)."""
     lhs_aval, rhs_aval = in_avals
-    if (ctx.platform != "cuda" or lhs_aval.ndim != 2 or rhs_aval.ndim != 2
+    nb = len(lhs_batch)
+    if (ctx.platform != "cuda" or lhs_aval.ndim != nb + 2 or rhs_aval.ndim != nb + 2
             or len(lhs_contract) != 1
             or not lhs_aval.dtype == rhs_aval.dtype == out_aval.dtype == dtypes.float32):
         return None
-    lc, rc = lhs_contract[0], rhs_contract[0]
-    m, n, k = lhs_aval.shape[1 - lc], rhs_aval.shape[1 - rc], lhs_aval.shape[lc]
+    batch = [f"b{i}" for i in range(nb)]
+
+    def operand_map(aval, contract, batch_axes, free_name):
+        names = []
+        for axis in range(aval.ndim):
+            if axis in batch_axes:
+                names.append(batch[batch_axes.index(axis)])
+            else:
+                names.append("k" if axis == contract[0] else free_name)
+        return names
+
+    lhs_names = operand_map(lhs_aval, lhs_contract, tuple(lhs_batch), "m")
+    rhs_names = operand_map(rhs_aval, rhs_contract, tuple(rhs_batch), "n")
+    m = lhs_aval.shape[lhs_names.index("m")]
+    n = rhs_aval.shape[rhs_names.index("n")]
+    k = lhs_aval.shape[lhs_contract[0]]
     tile_m, tile_n = _tile(m), _tile(n)
     if tile_m is None or tile_n is None or k % _K_STEP:
         return None
-    out = ShapedArray((m, n), dtypes.float32)
-    lhs_map = "(m, k)" if lc == 1 else "(k, m)"
-    rhs_map = "(k, n)" if rc == 0 else "(n, k)"
-    per_thread = (tile_m // _THREADS_PER_SIDE, tile_n // _THREADS_PER_SIDE)
+    out = ShapedArray(tuple(out_aval.shape), dtypes.float32)
+    loops = ", ".join([*batch, "m", "n", "k"])
+    ones, zeros = [1] * nb, [0] * nb
+    per_thread = [tile_m // _THREADS_PER_SIDE, tile_n // _THREADS_PER_SIDE]
+
+    def listed(values):
+        return ", ".join(str(v) for v in values)
+
     attrs = {
         "indexing_maps": ctx.attr(
-            f"[affine_map<(m, n, k) -> {lhs_map}>, affine_map<(m, n, k) -> {rhs_map}>, "
-            "affine_map<(m, n, k) -> (m, n)>]"),
+            f"[affine_map<({loops}) -> ({', '.join(lhs_names)})>, "
+            f"affine_map<({loops}) -> ({', '.join(rhs_names)})>, "
+            f"affine_map<({loops}) -> ({', '.join([*batch, 'm', 'n'])})>]"),
         "iterator_types": ctx.attr(
-            "[#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, "
-            "#linalg.iterator_type<reduction>]"),
+            "[" + ", ".join(["#linalg.iterator_type<parallel>"] * (nb + 2)
+                            + ["#linalg.iterator_type<reduction>"]) + "]"),
         "compilation_info": ctx.attr(
             "#iree_codegen.compilation_info<lowering_config = #iree_gpu.lowering_config<{"
-            f"workgroup = [{tile_m}, {tile_n}, 0], "
-            f"thread = [{per_thread[0]}, {per_thread[1]}, 0], "
-            f"reduction = [0, 0, {_K_STEP}]}}>, translation_info = "
+            f"workgroup = [{listed(ones + [tile_m, tile_n, 0])}], "
+            f"thread = [{listed(ones + per_thread + [0])}], "
+            f"reduction = [{listed(zeros + [0, 0, _K_STEP])}]}}>, translation_info = "
             "#iree_codegen.translation_info<pipeline = #iree_gpu.pipeline<TileAndFuse> "
             f"workgroup_size = [{_THREADS_PER_SIDE}, {_THREADS_PER_SIDE}, 1] "
             "subgroup_size = 32>>"),

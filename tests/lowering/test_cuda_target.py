@@ -51,6 +51,17 @@ def test_float32_matmuls_for_cuda_get_funcgrad_tiles():
     assert "iree_gpu" not in ints and "stablehlo.dot_general" in ints
 
 
+def test_batched_float32_products_for_cuda_get_funcgrad_tiles():
+    # vmap of a matrix product: one batch axis, tiled by one
+    bmm = fg.vmap(lambda a, b: a @ b)
+    text = _cuda_mlir(bmm, fg.ones((4, 64, 32)), fg.ones((4, 32, 48)))
+    assert "thread = [1, 4, 2, 0], workgroup = [1, 32, 16, 0]" in text
+    assert "affine_map<(d0, d1, d2, d3) -> (d0, d1, d3)>" in text  # (batch, m, k)
+    artifact = fg.jit(bmm).lower(fg.ones((4, 64, 32)), fg.ones((4, 32, 48))).compile(
+        target="cuda", arch="sm_90")
+    assert b".entry" in artifact
+
+
 def test_unknown_architecture_is_a_clear_error():
     with pytest.raises(ValueError, match="sm_80"):
         fg.jit(fnp.sin).lower(fg.ones(3)).compile(target="cuda", arch="sm_7")

@@ -251,10 +251,10 @@ def _lower_dot_general(ctx, args, in_avals, out_avals, *, dimension_numbers,
         (out,) = _lower_dot_general(ctx, up, wide_in, [wide_out],
                                     dimension_numbers=dimension_numbers)
         return [ctx.op1("stablehlo.convert", [out], out_avals[0])]
-    if ctx.platform == "cuda" and not lb:
+    if ctx.platform == "cuda":
         from funcgrad.lowering.gpu_matmul import tiled_matmul
 
-        tiled = tiled_matmul(ctx, args, in_avals, out_avals[0], lc, rc)
+        tiled = tiled_matmul(ctx, args, in_avals, out_avals[0], lc, rc, lb, rb)
         if tiled is not None:
             return [tiled]
     numbers = ctx.attr(
