@@ -15,12 +15,12 @@ from funcgrad.core import dtypes
 from funcgrad.core.prims import elementwise as ew
 from funcgrad.core.prims import fft as lax_fft
 from funcgrad.core.prims.structural import pad, slice_
-from funcgrad.numpy import _shape
+from funcgrad.numpy import _elementwise, _shape
 from funcgrad.numpy._util import asarray, normalize_axis, promote
 
 __all__ = [
-    "fft", "fft2", "fftfreq", "fftn", "fftshift", "ifft", "ifft2", "ifftn", "ifftshift",
-    "irfft", "irfft2", "irfftn", "rfft", "rfft2", "rfftfreq", "rfftn",
+    "fft", "fft2", "fftfreq", "fftn", "fftshift", "hfft", "ifft", "ifft2", "ifftn",
+    "ifftshift", "ihfft", "irfft", "irfft2", "irfftn", "rfft", "rfft2", "rfftfreq", "rfftn",
 ]
 
 _NORMS = ("backward", "ortho", "forward")
@@ -146,6 +146,33 @@ def irfft(a, n=None, axis: int = -1, norm=None):
     tensor([1., 1., 1., 1.], dtype=float32)
     """
     return _one_axis("irfft", lax_fft.IRFFT, a, n, axis, norm)
+
+
+# hfft and ihfft transform in the other direction from irfft and rfft, so NumPy scales them
+# with the opposite convention: "backward" leaves hfft unscaled and divides ihfft by n
+_SWAPPED_NORMS = {None: "forward", "backward": "forward", "forward": "backward"}
+
+
+def hfft(a, n=None, axis: int = -1, norm=None):
+    """Fourier transform of a Hermitian-symmetric signal given by its first half: real output
+    of length ``n`` (default ``2 * (m - 1)``); ``irfft(conj(a), n) * n`` for ``norm=None``.
+
+    >>> fnp.fft.hfft(fg.tensor([4.0, 1.0, 0.0]))
+    tensor([6., 4., 2., 4.], dtype=float32)
+    """
+    conj = _elementwise.conjugate(a)
+    return _one_axis("hfft", lax_fft.IRFFT, conj, n, axis, _SWAPPED_NORMS.get(norm, norm))
+
+
+def ihfft(a, n=None, axis: int = -1, norm=None):
+    """Inverse of ``hfft`` for real ``a``: the ``n // 2 + 1`` non-negative frequencies of a
+    Hermitian spectrum; ``conj(rfft(a, n)) / n`` for ``norm=None``.
+
+    >>> fnp.fft.ihfft(fg.tensor([1.0, 2.0, 3.0, 4.0]))
+    tensor([ 2.5-0.j , -0.5-0.5j, -0.5-0.j ], dtype=complex64)
+    """
+    out = _one_axis("ihfft", lax_fft.RFFT, a, n, axis, _SWAPPED_NORMS.get(norm, norm))
+    return _elementwise.conjugate(out)
 
 
 def fftn(a, s=None, axes=None, norm=None):

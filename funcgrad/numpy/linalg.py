@@ -23,7 +23,8 @@ __all__ = [
     "EighResult", "QRResult", "SVDResult", "SlogdetResult", "cholesky", "cond", "cross", "det",
     "diagonal", "eigh", "eigvalsh", "inv", "lstsq", "matrix_norm", "matrix_power",
     "matrix_rank", "matrix_transpose", "multi_dot", "norm", "outer", "pinv", "qr", "slogdet",
-    "solve", "svd", "svdvals", "tensordot", "trace", "vecdot", "vector_norm",
+    "solve", "svd", "svdvals", "tensordot", "tensorinv", "tensorsolve", "trace", "vecdot",
+    "vector_norm",
 ]
 
 
@@ -118,6 +119,56 @@ def inv(a):
     eye = broadcast_to(_creation.eye(a.shape[-1], dtype=a.dtype), a.shape)
     lu, _, perm = lax_linalg.lu(a)
     return _lu_solve(lu, perm, eye)
+
+
+def tensorinv(a, ind: int = 2):
+    """Inverse of ``a`` as a tensor map: ``tensordot(tensorinv(a, ind), b, ind)`` solves
+    ``tensordot(a, x, a.ndim - ind) = b``; the result has shape
+    ``a.shape[ind:] + a.shape[:ind]``.
+
+    Arguments: ``a`` whose first ``ind`` axes hold as many elements as the others; ``ind``
+    a positive int.
+
+    >>> fnp.linalg.tensorinv(fnp.eye(4).reshape(4, 2, 2), ind=1).shape
+    (2, 2, 4)
+    """
+    (a,) = promote("tensorinv", a, to_inexact=True)
+    if not isinstance(ind, (int, np.integer)) or isinstance(ind, bool) or ind <= 0:
+        raise ValueError(f"tensorinv: ind must be a positive int, got {ind!r}")
+    leading, trailing = a.shape[:ind], a.shape[ind:]
+    rows, cols = math.prod(leading), math.prod(trailing)
+    if rows != cols:
+        raise ValueError(f"tensorinv: a of shape {a.shape} with ind={ind} is not square: its "
+                         f"first {ind} axes {leading} hold {rows} elements and the rest "
+                         f"{trailing} hold {cols}; pick ind so the two products match")
+    return _shape.reshape(inv(_shape.reshape(a, (rows, cols))), trailing + leading)
+
+
+def tensorsolve(a, b, axes=None):
+    """Solve ``tensordot(a, x, x.ndim) = b`` for ``x`` of shape ``a.shape[b.ndim:]``.
+
+    Arguments: ``a`` with ``a.shape[:b.ndim] == b.shape`` and as many elements in its other
+    axes as ``b`` has; ``axes``, when given, are the axes of ``a`` moved to the end (in that
+    order) first, as NumPy.
+
+    >>> fnp.linalg.tensorsolve(fnp.eye(4).reshape(2, 2, 4), fnp.ones((2, 2))).shape
+    (4,)
+    """
+    a, b = promote("tensorsolve", a, b, to_inexact=True)
+    if axes is not None:
+        axes = tuple(normalize_axis("tensorsolve", axis, a.ndim) for axis in axes)
+        a = _shape.moveaxis(a, axes, tuple(range(a.ndim - len(axes), a.ndim)))
+    if a.shape[:b.ndim] != b.shape:
+        raise ValueError(f"tensorsolve: the leading axes of a (shape {a.shape}) must match b "
+                         f"of shape {b.shape}, got {a.shape[:b.ndim]}")
+    solution_shape = a.shape[b.ndim:]
+    size = math.prod(b.shape)
+    if math.prod(solution_shape) != size:
+        raise ValueError(f"tensorsolve: the trailing axes {solution_shape} of a (shape "
+                         f"{a.shape}) must hold as many elements as b of shape {b.shape} "
+                         f"({math.prod(solution_shape)} != {size})")
+    x = solve(_shape.reshape(a, (size, size)), _shape.reshape(b, (size,)))
+    return _shape.reshape(x, solution_shape)
 
 
 def _lu_sign_and_diagonal(a, factors=None):

@@ -195,3 +195,52 @@ def test_vmap_matches_loop(name, in_axes):
     want = np.stack([np.asarray(fn(fg.tensor(np.take(x, i, in_axes))))
                      for i in range(x.shape[in_axes])])
     _close(got, want)
+
+
+# --- hfft and ihfft ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("norm", NORMS)
+@pytest.mark.parametrize("n", [None, 5, 8])
+@pytest.mark.parametrize("axis", [-1, 0])
+def test_hermitian_transforms(norm, n, axis):
+    x, z = _real((4, 6)), _complex((4, 6))
+    _close(FFT.hfft(fg.tensor(z), n=n, axis=axis, norm=norm),
+           np.fft.hfft(z, n=n, axis=axis, norm=norm))
+    _close(FFT.ihfft(fg.tensor(x), n=n, axis=axis, norm=norm),
+           np.fft.ihfft(x, n=n, axis=axis, norm=norm))
+
+
+def test_hermitian_transforms_dtypes_round_trip_and_errors():
+    z32 = _complex((3, 5), np.complex64)
+    assert FFT.hfft(fg.tensor(z32)).dtype == np.float32
+    assert FFT.ihfft(fg.tensor(z32.real)).dtype == np.complex64
+    assert FFT.hfft(fg.tensor(_complex((3, 5)))).dtype == np.float64
+    _close(FFT.hfft(z32), np.fft.hfft(z32.astype(np.complex128)), np.float32)
+    x = _real((3, 9))
+    _close(FFT.hfft(FFT.ihfft(x), n=9), x)
+    with pytest.raises(TypeError, match="ihfft: expected a real input"):
+        FFT.ihfft(_complex((4,)))
+    with pytest.raises(ValueError, match="norm"):
+        FFT.hfft(_complex((4,)), norm="bad")
+
+
+def test_hermitian_transforms_grads():
+    check_grads(lambda x: fnp.real(FFT.ihfft(x, n=5, norm="ortho")) * fnp.imag(FFT.ihfft(x, n=4)),
+                (fg.tensor(_X),), order=2)
+    check_grads(lambda x: FFT.hfft(x, n=7, axis=0, norm="forward"), (fg.tensor(_X),), order=2)
+    z, v = fg.tensor(_Z), fg.tensor(_complex(_Z.shape, seed=1))
+    for n in (10, 11):
+        fn = lambda z, n=n: FFT.hfft(z, n=n)  # noqa: E731
+        check_grads(fn, (z,), order=2, modes=("fwd",))
+        out, tangent = fg.jvp(fn, (z,), (v,))
+        u = _real(out.shape, seed=2)
+        (ct,) = fg.vjp(fn, z)[1](fg.tensor(u))
+        np.testing.assert_allclose(_pair(ct, v), _pair(u, tangent), rtol=1e-10)
+
+
+def test_hermitian_transforms_under_jit():
+    x, z = _real((3, 8)), _complex((3, 5))
+    got_h, got_i = fg.jit(lambda z, x: (FFT.hfft(z, n=9, norm="ortho"), FFT.ihfft(x)))(z, x)
+    _close(got_h, np.fft.hfft(z, n=9, norm="ortho"))
+    _close(got_i, np.fft.ihfft(x))

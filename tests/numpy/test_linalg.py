@@ -435,3 +435,56 @@ def test_array_api_linalg_names():
         fnp.linalg.outer(fg.tensor(a), fg.tensor(v))
     with pytest.raises(ValueError, match="size 3"):
         fnp.linalg.cross(fg.tensor(a), fg.tensor(a))
+
+
+# --- tensorinv and tensorsolve -------------------------------------------------------------
+
+
+def _tensor_operator(shape, seed=0):
+    """A well-conditioned operator of ``shape`` whose leading axes (of total size n) make
+    the rows of an n x n matrix."""
+    n = int(np.sqrt(np.prod(shape)))
+    return _general((n, n), seed=seed).reshape(shape)
+
+
+@pytest.mark.parametrize("shape, ind", [((6, 2, 3), 1), ((3, 4, 2, 6), 2), ((2, 3, 6), 2),
+                                        ((4, 4), 1)])
+def test_tensorinv(shape, ind):
+    a = _tensor_operator(shape)
+    got = LA.tensorinv(fg.tensor(a), ind=ind)
+    _close(got, np.linalg.tensorinv(a, ind=ind))
+    assert got.dtype == np.float64
+
+
+@pytest.mark.parametrize("a_shape, b_shape, axes", [
+    ((3, 4, 2, 6), (3, 4), None), ((6, 2, 3), (6,), None), ((2, 3, 6), (2, 3), None),
+    ((2, 3, 3, 2), (3, 2), (0, 1)), ((3, 2, 4, 6), (3, 4), (-3, 3))])
+def test_tensorsolve(a_shape, b_shape, axes):
+    a = _tensor_operator(a_shape)
+    b = _rng(1).standard_normal(b_shape)
+    _close(LA.tensorsolve(fg.tensor(a), fg.tensor(b), axes=axes),
+           np.linalg.tensorsolve(a, b, axes=None if axes is None else
+                                 tuple(ax % len(a_shape) for ax in axes)))
+
+
+def test_tensorinv_and_tensorsolve_errors_name_the_shapes():
+    with pytest.raises(ValueError, match=r"tensorinv: a of shape \(2, 3, 4\) with ind=1"):
+        LA.tensorinv(np.ones((2, 3, 4)), ind=1)
+    with pytest.raises(ValueError, match="tensorinv: ind must be a positive int"):
+        LA.tensorinv(np.ones((2, 2)), ind=0)
+    with pytest.raises(ValueError, match=r"leading axes of a \(shape \(2, 3, 6\)\).*\(3, 2\)"):
+        LA.tensorsolve(np.ones((2, 3, 6)), np.ones((3, 2)))
+    with pytest.raises(ValueError, match=r"trailing axes \(5,\) of a .*\(5 != 6\)"):
+        LA.tensorsolve(np.ones((2, 3, 5)), np.ones((2, 3)))
+    with pytest.raises(ValueError, match="out of bounds"):
+        LA.tensorsolve(np.ones((2, 3, 6)), np.ones((2, 3)), axes=(5,))
+
+
+def test_tensorinv_and_tensorsolve_grads_and_jit():
+    a = _tensor_operator((2, 2, 4))
+    b = _rng(1).standard_normal((2, 2))
+    check_grads(lambda a: LA.tensorinv(a, ind=2), (fg.tensor(a),), order=2)
+    check_grads(LA.tensorsolve, (fg.tensor(a), fg.tensor(b)), order=2)
+    inverse, solution = fg.jit(lambda a, b: (LA.tensorinv(a, ind=2), LA.tensorsolve(a, b)))(a, b)
+    _close(inverse, np.linalg.tensorinv(a, ind=2))
+    _close(solution, np.linalg.tensorsolve(a, b))
