@@ -67,7 +67,7 @@ def tiled_matmul(ctx, args, in_avals, out_aval, lhs_contract, rhs_contract,
     n = rhs_aval.shape[rhs_names.index("n")]
     k = lhs_aval.shape[lhs_contract[0]]
     tile_m, tile_n = _tile(m), _tile(n)
-    if tile_m is None or tile_n is None or k % _K_STEP:
+    if tile_m is None or tile_n is None or k % _K_STEP or 0 in (m, n, k):
         return None
     out = ShapedArray(tuple(out_aval.shape), dtypes.float32)
     loops = ", ".join([*batch, "m", "n", "k"])

@@ -46,6 +46,8 @@ def test_float32_matmuls_for_cuda_get_funcgrad_tiles():
     assert "stablehlo.dot_general" in text  # 10 outputs: no tile divides them, IREE's tiles
     # the CPU lowering and other dtypes keep stablehlo.dot_general
     assert "iree_gpu" not in fg.jit(_mlp).lower(x, w1, w2).as_text()
+    empty = _cuda_mlir(lambda a, b: a @ b, fg.ones((0, 64)), fg.ones((64, 32)))
+    assert "iree_gpu" not in empty
     ints = _cuda_mlir(lambda a, b: a @ b, fg.ones((64, 64), dtype=fg.int32),
                       fg.ones((64, 64), dtype=fg.int32))
     assert "iree_gpu" not in ints and "stablehlo.dot_general" in ints
