@@ -16,19 +16,31 @@ from funcgrad.core.prims import linalg as lax_linalg
 from funcgrad.core.tensor import Tensor
 from funcgrad.numpy import _creation, _elementwise, _reductions, _shape
 from funcgrad.numpy._linear import matmul
-from funcgrad.numpy._util import broadcast_shapes, broadcast_to, normalize_axis, promote
+from funcgrad.numpy._util import (
+    asarray,
+    broadcast_shapes,
+    broadcast_to,
+    is_concrete,
+    normalize_axis,
+    promote,
+)
 from funcgrad.transforms.custom import custom_jvp
 
 __all__ = [
-    "EighResult", "QRResult", "SVDResult", "SlogdetResult", "cholesky", "cond", "cross", "det",
-    "diagonal", "eigh", "eigvalsh", "inv", "lstsq", "matrix_norm", "matrix_power",
-    "matrix_rank", "matrix_transpose", "multi_dot", "norm", "outer", "pinv", "qr", "slogdet",
-    "solve", "svd", "svdvals", "tensordot", "tensorinv", "tensorsolve", "trace", "vecdot",
-    "vector_norm",
+    "EigResult", "EighResult", "QRResult", "SVDResult", "SlogdetResult", "cholesky", "cond",
+    "cross", "det", "diagonal", "eig", "eigh", "eigvals", "eigvalsh", "inv", "lstsq",
+    "matrix_norm", "matrix_power", "matrix_rank", "matrix_transpose", "multi_dot", "norm",
+    "outer", "pinv", "qr", "slogdet", "solve", "svd", "svdvals", "tensordot", "tensorinv",
+    "tensorsolve", "trace", "vecdot", "vector_norm",
 ]
 
 
 class EighResult(NamedTuple):
+    eigenvalues: Tensor
+    eigenvectors: Tensor
+
+
+class EigResult(NamedTuple):
     eigenvalues: Tensor
     eigenvectors: Tensor
 
@@ -311,6 +323,41 @@ def eigh(a, UPLO: str | None = None, symmetrize_input: bool = True):
         a = _mT(a)
     w, v = lax_linalg.eigh(a)
     return EighResult(w, v)
+
+
+def eig(a):
+    """Eigenvalues and right eigenvectors (columns) of a general square ``a``, complex and
+    in no particular order, as ``jax.numpy.linalg.eig`` (which also runs on the CPU only).
+
+    Eager only: NumPy computes them, so ``a`` must be concrete (not traced by jit, vmap or
+    grad; JAX differentiates ``eig``, funcgrad does not yet).  For symmetric matrices use
+    ``eigh``, which has all the transformations.
+
+    >>> w, v = fnp.linalg.eig(fg.tensor([[0.0, -1.0], [1.0, 0.0]]))
+    >>> w
+    tensor([0.+1.j, 0.-1.j], dtype=complex64)
+    """
+    a = _matrix("eig", a, square=True)
+    if not is_concrete(a):
+        raise TypeError("eig: a is traced here (jit/vmap/grad); eig needs a concrete matrix "
+                        "(NumPy computes it), so call it outside the transformation, or use "
+                        "eigh for a symmetric matrix")
+    complex_dtype = np.complex128 if a.dtype in (np.float64, np.complex128) else np.complex64
+    matrix = np.asarray(a)
+    if matrix.dtype.itemsize < 4:  # float16, bfloat16: NumPy needs float32
+        matrix = matrix.astype(np.float32)
+    w, v = np.linalg.eig(matrix)
+    return EigResult(asarray(w.astype(complex_dtype)), asarray(v.astype(complex_dtype)))
+
+
+def eigvals(a):
+    """Eigenvalues of a general square ``a`` (complex), as ``jax.numpy.linalg.eigvals``;
+    eager only, like ``eig``.
+
+    >>> fnp.linalg.eigvals(fg.tensor([[2.0, 0.0], [0.0, 3.0]]))
+    tensor([2.+0.j, 3.+0.j], dtype=complex64)
+    """
+    return eig(a)[0]
 
 
 def eigvalsh(a, UPLO: str | None = "L"):

@@ -488,3 +488,20 @@ def test_tensorinv_and_tensorsolve_grads_and_jit():
     inverse, solution = fg.jit(lambda a, b: (LA.tensorinv(a, ind=2), LA.tensorsolve(a, b)))(a, b)
     _close(inverse, np.linalg.tensorinv(a, ind=2))
     _close(solution, np.linalg.tensorsolve(a, b))
+
+
+def test_eig_and_eigvals_match_numpy_eagerly_and_refuse_tracing():
+    a = np.random.default_rng(7).standard_normal((3, 4, 4))
+    w, v = fnp.linalg.eig(fg.tensor(a))
+    assert w.dtype == np.complex128 and v.dtype == np.complex128 and v.shape == (3, 4, 4)
+    want = np.linalg.eigvals(a)
+    np.testing.assert_allclose(np.sort_complex(w.numpy()), np.sort_complex(want), rtol=1e-10)
+    # A v = v diag(w): right eigenvectors in the columns
+    np.testing.assert_allclose(a @ v.numpy(), v.numpy() * w.numpy()[..., None, :], atol=1e-10)
+    rotation = fnp.linalg.eigvals(fg.tensor([[0.0, -1.0], [1.0, 0.0]]))
+    assert rotation.dtype == np.complex64
+    np.testing.assert_allclose(np.sort_complex(rotation.numpy()), [-1j, 1j], atol=1e-6)
+    with pytest.raises(TypeError, match="eig: a is traced"):
+        fg.jit(fnp.linalg.eigvals)(fg.ones((2, 2)))
+    with pytest.raises(ValueError, match="square matrix"):
+        fnp.linalg.eig(fg.ones((2, 3)))
