@@ -238,6 +238,12 @@ def real_dtype(dtype) -> np.dtype:
     return {complex64: float32, complex128: float64}.get(dtype, dtype)
 
 
+def complex_dtype(dtype) -> np.dtype:
+    """The complex dtype holding values of ``dtype``: complex128 for float64 and
+    complex128, complex64 for everything else (float32, half floats, integers)."""
+    return np.dtype(np.complex128 if dtype in (np.float64, np.complex128) else np.complex64)
+
+
 def finfo(dtype):
     """Machine limits of a floating dtype (``ml_dtypes.finfo`` also knows bfloat16)."""
     return ml_dtypes.finfo(canonicalize(dtype))

@@ -575,10 +575,6 @@ def polydiv(u, v, *, trim_leading_zeros: bool = False):
     return q, remainder
 
 
-def _complex_dtype(dtype):
-    return np.dtype(np.complex128 if dtype in (np.float64, np.complex128) else np.complex64)
-
-
 def roots(p, *, strip_zeros: bool = True):
     """The complex roots of the polynomial with coefficients ``p`` (highest power first),
     as the eigenvalues of its companion matrix, as ``jax.numpy.roots`` (complex64, or
@@ -599,7 +595,7 @@ def roots(p, *, strip_zeros: bool = True):
         raise TypeError("roots: p is traced here (jit/vmap/grad); roots needs concrete "
                         "coefficients (its eigenvalues are computed by NumPy), so call it "
                         "outside the transformation")
-    dtype = _complex_dtype(p.dtype)
+    dtype = dtypes.complex_dtype(p.dtype)
     values = np.asarray(p)
     if values.dtype.itemsize < 4:  # float16, bfloat16: NumPy's eigenvalues need float32
         values = values.astype(np.float32)

@@ -12,6 +12,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from funcgrad.core import dtypes
 from funcgrad.core.prims import linalg as lax_linalg
 from funcgrad.core.tensor import Tensor
 from funcgrad.numpy import _creation, _elementwise, _reductions, _shape
@@ -342,7 +343,7 @@ def eig(a):
         raise TypeError("eig: a is traced here (jit/vmap/grad); eig needs a concrete matrix "
                         "(NumPy computes it), so call it outside the transformation, or use "
                         "eigh for a symmetric matrix")
-    complex_dtype = np.complex128 if a.dtype in (np.float64, np.complex128) else np.complex64
+    complex_dtype = dtypes.complex_dtype(a.dtype)
     matrix = np.asarray(a)
     if matrix.dtype.itemsize < 4:  # float16, bfloat16: NumPy needs float32
         matrix = matrix.astype(np.float32)

@@ -35,12 +35,8 @@ def _fft_impl(x, *, fft_type, fft_lengths):
     fn, _, complex_out = _TYPES[fft_type]
     axes = tuple(range(x.ndim - len(fft_lengths), x.ndim))
     out = fn(x, s=fft_lengths, axes=axes)
-    dtype = _complex_of(x.dtype) if complex_out else dtypes.real_dtype(x.dtype)
+    dtype = dtypes.complex_dtype(x.dtype) if complex_out else dtypes.real_dtype(x.dtype)
     return out.astype(dtype, copy=False)
-
-
-def _complex_of(dtype):
-    return np.dtype(np.complex128 if dtype in (np.float64, np.complex128) else np.complex64)
 
 
 def _fft_rule(x, *, fft_type, fft_lengths):
@@ -69,7 +65,7 @@ def _fft_rule(x, *, fft_type, fft_lengths):
         shape = shape[:-1] + (fft_lengths[-1] // 2 + 1,)
     elif fft_type == IRFFT:
         shape = shape[:-1] + (fft_lengths[-1],)
-    dtype = _complex_of(x.dtype) if complex_out else dtypes.real_dtype(x.dtype)
+    dtype = dtypes.complex_dtype(x.dtype) if complex_out else dtypes.real_dtype(x.dtype)
     return ShapedArray(shape, dtype)
 
 
