@@ -480,13 +480,15 @@ def nextafter(x1, x2):
     x1, x2 = broadcast_to(x1, shape), broadcast_to(x2, shape)
     int_dtype, _ = _FLOAT_LAYOUT[x1.dtype]
     sign = int(np.iinfo(int_dtype).min)  # the sign bit alone
+
+    def ordered(bits):
+        """|x| as bits, and an integer ordered as the float x is (both zeros map to 0)."""
+        magnitude = elt.bitwise_and(bits, ~sign)
+        return magnitude, elt.where(bits < 0, -magnitude, magnitude)
+
     bits1 = bitcast_convert_type(x1, int_dtype)
     bits2 = bitcast_convert_type(x2, int_dtype)
-    magnitude1 = elt.bitwise_and(bits1, ~sign)
-    # integers ordered as the floats they hold (both zeros map to 0)
-    key1 = elt.where(bits1 < 0, -magnitude1, magnitude1)
-    magnitude2 = elt.bitwise_and(bits2, ~sign)
-    key2 = elt.where(bits2 < 0, -magnitude2, magnitude2)
+    (magnitude1, key1), (_, key2) = ordered(bits1), ordered(bits2)
     away_from_zero = elt.equal(key1 < key2, key1 > 0)
     step = elt.where(away_from_zero, bits1 + 1, bits1 - 1)
     tiniest = elt.bitwise_or(elt.bitwise_and(bits2, sign), 1)  # from zero: x2's sign
