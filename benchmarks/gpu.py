@@ -83,6 +83,22 @@ def _fg_sync(out=None):
         fg.tree.map(lambda t: t.block_until_ready(), out)
 
 
+def _jax_sync(jax):
+    """Waits for a JAX result (any pytree of arrays)."""
+    def sync(out=None):
+        if out is not None:
+            jax.block_until_ready(out)
+    return sync
+
+
+def _torch_sync(torch, device):
+    """Waits for PyTorch's queued GPU work (nothing to wait for on the CPU)."""
+    def sync(out=None):
+        if device != "cpu":
+            torch.cuda.synchronize()
+    return sync
+
+
 def gemm(device, rivals, n, passes):
     rng = np.random.default_rng(0)
     a, b = (rng.standard_normal((n, n)).astype(np.float32) for _ in range(2))
@@ -95,16 +111,13 @@ def gemm(device, rivals, n, passes):
         ja, jb = jax.device_put(a), jax.device_put(b)
         jmm = jax.jit(lambda x, y: x @ y)
         jmm_hi = jax.jit(lambda x, y: jax.numpy.matmul(x, y, precision="highest"))
-        jsync = lambda out=None: out is not None and out.block_until_ready()  # noqa: E731
-        cands["jax (default precision)"] = (lambda: jmm(ja, jb), jsync)
-        cands["jax (highest)"] = (lambda: jmm_hi(ja, jb), jsync)
+        cands["jax (default precision)"] = (lambda: jmm(ja, jb), _jax_sync(jax))
+        cands["jax (highest)"] = (lambda: jmm_hi(ja, jb), _jax_sync(jax))
     if "torch" in rivals:
         torch = rivals["torch"]
         dev = "cpu" if device == "cpu" else "cuda"
         ta, tb = torch.from_numpy(a).to(dev), torch.from_numpy(b).to(dev)
-        tsync = (lambda out=None: None) if dev == "cpu" else \
-            (lambda out=None: torch.cuda.synchronize())
-        cands["torch"] = (lambda: ta @ tb, tsync)
+        cands["torch"] = (lambda: ta @ tb, _torch_sync(torch, dev))
     if "cupy" in rivals:
         cp = rivals["cupy"]
         ca, cb = cp.asarray(a), cp.asarray(b)
@@ -130,13 +143,12 @@ def elementwise(device, rivals, passes, n=1 << 24):
         jax = rivals["jax"]
         ja = jax.device_put(a)
         jf = jax.jit(lambda x: _chain(jax.numpy, x))
-        cands["jax"] = (lambda: jf(ja), lambda out=None: out is not None and
-                        out.block_until_ready())
+        cands["jax"] = (lambda: jf(ja), _jax_sync(jax))
     if "torch" in rivals and device != "cpu":
         torch = rivals["torch"]
         ta = torch.from_numpy(a).cuda()
         tf = torch.compile(lambda x: _chain(torch, x))
-        cands["torch.compile"] = (lambda: tf(ta), lambda out=None: torch.cuda.synchronize())
+        cands["torch.compile"] = (lambda: tf(ta), _torch_sync(torch, "cuda"))
     times = _median_seconds(cands, passes, inner=20)
     return [("elementwise 16M", name, t, f"{n * 4 * 2 / t / 1e9:,.0f} GB/s moved")
             for name, t in times.items()]
@@ -186,8 +198,7 @@ def mlp_step(device, rivals, passes, batch=128, sizes=(784, 512, 512, 10)):
         def jax_call():
             state["jax"] = jstep(state["jax"], jx, jy)
             return state["jax"]
-        cands["jax"] = (jax_call, lambda out=None: out is not None and
-                        jax.block_until_ready(out))
+        cands["jax"] = (jax_call, _jax_sync(jax))
     times = _median_seconds(cands, passes, inner=50)
     return [("mlp_step b128", name, t, "") for name, t in times.items()]
 
@@ -219,8 +230,7 @@ def pe_grads(device, rivals, passes, batch=128, sizes=(784, 512, 512, 10)):
         jax = rivals["jax"]
         jws, jx, jy = [jax.device_put(w) for w in ws], jax.device_put(xs), jax.device_put(ys)
         jf = jax.jit(jax.vmap(jax.grad(make(jax.numpy, jax.nn.relu)), in_axes=(None, 0, 0)))
-        cands["jax"] = (lambda: jf(jws, jx, jy), lambda out=None: out is not None and
-                        jax.block_until_ready(out))
+        cands["jax"] = (lambda: jf(jws, jx, jy), _jax_sync(jax))
     times = _median_seconds(cands, passes, inner=20)
     return [("pe_grads b128", name, t, "") for name, t in times.items()]
 
