@@ -308,11 +308,10 @@ def scale_by_zoom_linesearch(max_linesearch_steps: int = 20, slope_rtol: float =
             trial=scalar(initial_guess), previous=zero, previous_value=value,
             low=zero, low_value=value, low_slope=slope, high=zero, high_value=value,
             high_slope=slope, best=zero, best_value=value)
-        # a fixed trip count with finished iterations skipped by fg.cond, rather than
-        # fg.while_loop: jit currently fails to compile a while loop whose condition reads
-        # a carried flag (an IREE scf.while operand-count error)
-        result = fg.fori_loop(0, max_linesearch_steps,
-                              lambda i, s: fg.cond(s.done, lambda s: s, body_fun, s), start)
+        # stops at the first accepted step; jit compiles it as one loop (a 20-step
+        # fori_loop skipping finished steps by fg.cond took 5x as long to compile)
+        result = fg.while_loop(lambda s: ~s.done & (s.iteration < max_linesearch_steps),
+                               body_fun, start)
         step = result.best
         updates = tree.map(lambda d: _like(step, d) * d, direction)
         return updates, ScaleByZoomLinesearchState(
