@@ -277,6 +277,26 @@ def test_compiled_gather_and_scatter_agree_with_eager_out_of_range(mode):
     np.testing.assert_array_equal(jit_s, eager_s)
 
 
+@pytest.mark.parametrize("mode", ["set", "add"])
+def test_scatter_gradient_reaches_only_the_updates_that_land(mode):
+    # dropped (out-of-range) updates get no gradient, and of several `set`s to one position
+    # only the one that stayed (the last, as NumPy); eager, traced indices under jit, vmap
+    x, w = fnp.zeros(3), fnp.array([1.0, 2.0, 3.0])
+
+    def loss(v, i):
+        return fnp.sum(getattr(x.at[i], mode)(v, mode="drop") * w)
+
+    v = fnp.ones(4)
+    cases = {(0, 5, 2, -9): [1, 0, 3, 0], (0, 2, 2, 1): [1, 0 if mode == "set" else 3, 3, 2]}
+    for idx, want in cases.items():
+        i = fnp.array(idx)
+        np.testing.assert_array_equal(fg.grad(loss)(v, i), want)
+        np.testing.assert_array_equal(fg.jit(fg.grad(loss))(v, i), want)
+    both = fnp.array(list(cases))
+    np.testing.assert_array_equal(fg.vmap(fg.grad(loss), in_axes=(None, 0))(v, both),
+                                  list(cases.values()))
+
+
 def test_traced_out_of_range_indices_follow_jax():
     # reads clamp, take fills (NaN), .at[] updates are dropped - under jit and vmap alike
     x = fg.tensor(np.arange(12.0).reshape(3, 4))

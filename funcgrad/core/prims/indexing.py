@@ -236,8 +236,39 @@ def _scatter_transpose(ct, operand, indices, updates, *, axes, mode):
         else:
             zeros = broadcast_in_dim(np.zeros((), ct.dtype), updates_shape(updates), ())
             ct_op = scatter(ct, indices, zeros, axes, "set")
-    ct_up = gather(ct, indices, axes) if is_undefined(updates) else None
+    ct_up = None
+    if is_undefined(updates):
+        ct_up = gather(ct, indices, axes)
+        landed = _landed_updates(indices, axes, ct.shape, overwrite=mode == "set")
+        if landed is not None:
+            mask = broadcast_in_dim(landed, ct_up.shape, tuple(range(landed.ndim)))
+            ct_up = ew.select_n(mask, zeros_like(ct_up), ct_up)
     return [ct_op, None, ct_up]
+
+
+def _landed_updates(indices, axes, shape, overwrite: bool):
+    """Which updates reach the result (bool, shape ``indices.shape[:-1]``), or None when
+    all do: dropped (out-of-range) ones do not, and with ``overwrite`` (mode set) of
+    several updates to one position only the one written last, found as JAX does by
+    scattering each update's number and reading back which number stayed."""
+    from funcgrad.core.prims.reductions import reduce_and
+    from funcgrad.core.tensor import Tensor
+
+    batch = indices.shape[:-1]
+    n = int(np.prod(batch, dtype=np.int64))
+    space = tuple(shape[a] for a in axes)
+    if type(indices) is Tensor:  # concrete: skip the mask when every update lands
+        flat = indices._host().reshape(n, -1)
+        in_range = ((flat >= 0) & (flat < np.array(space, np.int64))).all()
+        if in_range and (not overwrite or len({tuple(r) for r in flat.tolist()}) == n):
+            return None
+    if overwrite:
+        ids = reshape(iota(dtypes.int32, (n,), 0), batch)
+        stayed = scatter(full(space, -1, dtypes.int32), indices, ids, tuple(range(len(axes))))
+        return ew.eq(gather(stayed, indices, tuple(range(len(axes)))), ids)
+    bounds = broadcast_in_dim(np.array(space, indices.dtype), indices.shape, (indices.ndim - 1,))
+    inside = ew.and_p.bind(ew.ge(indices, zeros_like(indices)), ew.lt(indices, bounds))
+    return reduce_and(inside, (indices.ndim - 1,))
 
 
 def updates_shape(updates):
