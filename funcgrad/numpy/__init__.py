@@ -64,6 +64,7 @@ from funcgrad.numpy._indexing import (  # noqa: F401
 )
 from funcgrad.numpy._linear import *  # noqa: F401,F403
 from funcgrad.numpy._more import *  # noqa: F401,F403
+from funcgrad.numpy._rare import *  # noqa: F401,F403
 from funcgrad.numpy._reductions import *  # noqa: F401,F403
 from funcgrad.numpy._reductions import all, any, max, min, sum  # noqa: F401,A004
 from funcgrad.numpy._shape import *  # noqa: F401,F403

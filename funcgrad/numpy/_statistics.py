@@ -37,21 +37,8 @@ def quantile(a, q, axis=None, keepdims: bool = False, method: str = "linear"):
         raise ValueError("quantile: the reduced axes are empty")
     rows = st.reshape(moved, (*[a.shape[d] for d in kept], n))
     ordered = sort(rows, axis=-1)
-    position = q * (n - 1)
-    lower = elt.floor(position)
-    upper = elt.ceil(position)
-    if method == "lower":
-        lower = upper = lower
-    elif method == "higher":
-        lower = upper = upper
-    elif method == "nearest":  # NumPy rounds half to even
-        lower = upper = elt.round(position)
-    low = take(ordered, lower.astype(dtypes.int32), axis=-1)
-    high = take(ordered, upper.astype(dtypes.int32), axis=-1)
-    if method == "midpoint":
-        value = (low + high) * 0.5
-    else:
-        value = low + (high - low) * (position - lower)  # (ordered axes..., q shape...)
+    # (ordered axes..., q shape...)
+    value = interpolate(ordered, q * (n - 1), method, lambda x, i: take(x, i, axis=-1))
     has_nan = _any(elt.isnan(rows), axis=-1)
     has_nan = st.reshape(has_nan, (*has_nan.shape, *[1] * q.ndim))
     value = elt.where(has_nan, float("nan"), value)
@@ -63,6 +50,25 @@ def quantile(a, q, axis=None, keepdims: bool = False, method: str = "linear"):
             shape[d] = 1
         value = st.reshape(value, (*q.shape, *shape))
     return value
+
+
+def interpolate(ordered, position, method: str, pick):
+    """The value at the fractional ``position`` of the sorted ``ordered`` by ``method``
+    (one of ``_METHODS``, as NumPy); ``pick(ordered, integer positions)`` reads entries."""
+    lower, upper = elt.floor(position), elt.ceil(position)
+    if method == "lower":
+        upper = lower
+    elif method == "higher":
+        lower = upper
+    elif method == "nearest":  # NumPy rounds half to even
+        lower = upper = elt.round(position)
+    low = pick(ordered, lower.astype(dtypes.int32))
+    if method in ("lower", "higher", "nearest"):
+        return low
+    high = pick(ordered, upper.astype(dtypes.int32))
+    if method == "midpoint":
+        return (low + high) * 0.5
+    return low + (high - low) * (position - lower)
 
 
 def percentile(a, q, axis=None, keepdims: bool = False, method: str = "linear"):
