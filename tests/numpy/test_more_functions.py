@@ -59,6 +59,15 @@ def test_quantile_percentile_median_match_numpy(method, axis):
                                np.percentile(x, [25, 75], axis=axis, keepdims=True))
 
 
+@pytest.mark.parametrize("method", ["lower", "higher", "nearest"])
+def test_quantile_picks_infinite_order_statistics_as_numpy(method):
+    # these methods return an order statistic itself (low + 0 * (inf - inf) was NaN)
+    x = np.array([1.0, np.inf, 2.0, -np.inf])
+    for q in (0.0, 0.4, 0.9, 1.0):
+        np.testing.assert_array_equal(fnp.quantile(fg.tensor(x), q, method=method).numpy(),
+                                      np.quantile(x, q, method=method))
+
+
 def test_median_nans_jit_and_gradient():
     x = RNG.standard_normal((3, 4))
     for got in _both(lambda t: fnp.median(t, axis=1), x):
