@@ -2,7 +2,9 @@
 
 Every function is a composition of primitives (``lu``, ``triangular_solve``, ``cholesky``,
 ``qr``, ``svd``, ``eigh`` and the array ops), so it differentiates, batches and compiles.
-Inputs are real; integers are promoted to float32 (as JAX).
+Inputs are float32, float64, complex64 or complex128 (integers and bools are promoted to
+float32, as JAX); symmetric becomes Hermitian for complex inputs, and eigenvalues,
+singular values and ``slogdet``'s ``logabsdet`` are real, as NumPy's.
 """
 
 from __future__ import annotations
@@ -62,11 +64,19 @@ class SlogdetResult(NamedTuple):
     logabsdet: Tensor
 
 
-def _matrix(name, a, *, square=False):
+def _check_dtype(name, a):
+    if a.dtype not in lax_linalg.SUPPORTED_DTYPES:
+        raise TypeError(f"{name}: dtype {a.dtype.name} not supported; expected float32, "
+                        "float64, complex64 or complex128 (convert with .astype)")
+
+
+def _matrix(name, a, *, square=False, check_dtype=True):
     (a,) = promote(name, a, to_inexact=True)
     if a.ndim < 2 or (square and a.shape[-1] != a.shape[-2]):
         kind = "a square matrix (..., n, n)" if square else "a matrix (..., m, n)"
         raise ValueError(f"{name}: expected {kind}, got shape {a.shape}")
+    if check_dtype:
+        _check_dtype(name, a)
     return a
 
 
@@ -74,22 +84,29 @@ def _mT(x):
     return _shape.swapaxes(x, -1, -2)
 
 
+def _mH(x):
+    """Conjugate transpose of the last two axes (the transpose for real x)."""
+    return _elementwise.conjugate(_mT(x))
+
+
 def _symmetrize(x):
-    return (x + _mT(x)) / 2
+    return (x + _mH(x)) / 2
 
 
 def cholesky(a, *, upper: bool = False, symmetrize_input: bool = True):
-    """Cholesky factor: lower ``L`` with ``a = L @ L.T`` (``upper``: ``U`` with ``a = U.T @ U``).
+    """Cholesky factor: lower ``L`` with ``a = L @ L.T`` (``upper``: ``U`` with ``a = U.T @ U``);
+    for complex ``a``, ``a = L @ L.conj().T``.
 
-    Arguments: ``a`` symmetric positive definite, shape (..., n, n).  Not positive
-    definite gives NaNs (as JAX).
+    Arguments: ``a`` symmetric (complex: Hermitian) positive definite, shape (..., n, n);
+    ``symmetrize_input`` decomposes ``(a + a^H) / 2``, else only ``a``'s lower triangle is
+    read.  Not positive definite gives NaNs (as JAX).
 
     >>> fnp.linalg.cholesky(fg.tensor([[4.0, 2.0], [2.0, 5.0]]))
     tensor([[2., 0.], [1., 2.]], dtype=float32)
     """
     a = _matrix("cholesky", a, square=True)
     L = lax_linalg.cholesky(_symmetrize(a) if symmetrize_input else a)
-    return _mT(L) if upper else L
+    return _mH(L) if upper else L
 
 
 def _lu_solve(lu, perm, b):
@@ -146,6 +163,7 @@ def tensorinv(a, ind: int = 2):
     (2, 2, 4)
     """
     (a,) = promote("tensorinv", a, to_inexact=True)
+    _check_dtype("tensorinv", a)
     if not isinstance(ind, (int, np.integer)) or isinstance(ind, bool) or ind <= 0:
         raise ValueError(f"tensorinv: ind must be a positive int, got {ind!r}")
     leading, trailing = a.shape[:ind], a.shape[ind:]
@@ -168,6 +186,7 @@ def tensorsolve(a, b, axes=None):
     (4,)
     """
     a, b = promote("tensorsolve", a, b, to_inexact=True)
+    _check_dtype("tensorsolve", a)
     if axes is not None:
         axes = tuple(normalize_axis("tensorsolve", axis, a.ndim) for axis in axes)
         a = _shape.moveaxis(a, axes, tuple(range(a.ndim - len(axes), a.ndim)))
@@ -188,7 +207,7 @@ def _lu_sign_and_diagonal(a, factors=None):
     """The permutation's sign and U's diagonal, from ``factors = lu(a)`` (computed when
     not given)."""
     lu, pivots, _ = lax_linalg.lu(a) if factors is None else factors
-    diag = _shape.diagonal(lu, 0, -2, -1)
+    diag = lax_linalg.matrix_diagonal(lu)
     swaps = _reductions.sum(pivots != _creation.arange(a.shape[-1], dtype=pivots.dtype),
                             axis=-1)
     parity = 1 - 2 * (swaps % 2)
@@ -257,12 +276,22 @@ def _cofactors(a):
 def slogdet(a):
     """``(sign, logabsdet)`` of the determinants of ``a``: stable for large or tiny ones.
 
+    For complex ``a`` the sign is the determinant's phase ``det / |det|`` (complex) and
+    ``logabsdet`` is real, as NumPy; a singular ``a`` gives ``(0, -inf)``.
+
     >>> fnp.linalg.slogdet(fg.tensor([[1.0, 2.0], [3.0, 4.0]]))
     SlogdetResult(sign=tensor(-1., dtype=float32), logabsdet=tensor(0.6931472, dtype=float32))
     """
     a = _matrix("slogdet", a, square=True)
     parity, diag = _lu_sign_and_diagonal(a)
-    sign = parity * _reductions.prod(_elementwise.sign(diag), axis=-1)
+    if dtypes.is_complex(a.dtype):
+        # the phases z / |z| (0 for a zero pivot), written out so they differentiate
+        zero = diag == 0
+        magnitude = _elementwise.where(zero, 1, _elementwise.abs(diag))
+        phases = _elementwise.where(zero, 0, diag / magnitude)
+    else:
+        phases = _elementwise.sign(diag)
+    sign = parity * _reductions.prod(phases, axis=-1)
     logabsdet = _reductions.sum(_elementwise.log(_elementwise.abs(diag)), axis=-1)
     return SlogdetResult(sign, logabsdet)
 
@@ -282,7 +311,9 @@ def qr(a, mode: str = "reduced"):
 
 
 def svd(a, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool = False):
-    """Singular value decomposition ``a = U @ diag(S) @ Vh``, ``S`` descending.
+    """Singular value decomposition ``a = U @ diag(S) @ Vh``, ``S`` descending (and real
+    also for complex ``a``; each pair of singular vectors gets the canonical phase of
+    ``eigh``'s eigenvectors, from ``U``'s column).
 
     Returns ``SVDResult(U, S, Vh)``, or only ``S`` when ``compute_uv=False``.
 
@@ -306,10 +337,13 @@ def svdvals(a):
 
 
 def eigh(a, UPLO: str | None = None, symmetrize_input: bool = True):
-    """Eigenvalues (ascending) and eigenvectors (columns) of symmetric ``a``.
+    """Eigenvalues (ascending) and eigenvectors (columns) of symmetric ``a`` (complex:
+    Hermitian, with real eigenvalues).
 
-    With ``symmetrize_input`` (the default, as JAX) ``(a + a.T) / 2`` is decomposed, so
+    With ``symmetrize_input`` (the default, as JAX) ``(a + a^H) / 2`` is decomposed, so
     gradients are symmetric; otherwise only the ``UPLO`` ("L" or "U") triangle is read.
+    Each eigenvector's sign (complex: phase) is fixed so that ``sum_k v_k exp(-k / n)`` is
+    real and positive, the same eagerly and under ``jit``.
 
     >>> w, v = fnp.linalg.eigh(fg.tensor([[2.0, 0.0], [0.0, 1.0]]))
     >>> w
@@ -320,8 +354,8 @@ def eigh(a, UPLO: str | None = None, symmetrize_input: bool = True):
         raise ValueError(f"eigh: UPLO must be 'L' or 'U', got {UPLO!r}")
     if symmetrize_input:
         a = _symmetrize(a)
-    elif UPLO == "U":
-        a = _mT(a)
+    elif UPLO == "U":  # the lower triangle of a^H holds the upper one of a
+        a = _mH(a)
     w, v = lax_linalg.eigh(a)
     return EighResult(w, v)
 
@@ -338,7 +372,7 @@ def eig(a):
     >>> w
     tensor([0.+1.j, 0.-1.j], dtype=complex64)
     """
-    a = _matrix("eig", a, square=True)
+    a = _matrix("eig", a, square=True, check_dtype=False)  # NumPy takes half floats too
     if not is_concrete(a):
         raise TypeError("eig: a is traced here (jit/vmap/grad); eig needs a concrete matrix "
                         "(NumPy computes it), so call it outside the transformation, or use "
@@ -429,7 +463,7 @@ def pinv(a, rtol=None, hermitian: bool = False, *, rcond=None):
     cutoff = rtol * _reductions.max(s, axis=-1, keepdims=True)
     kept = s > cutoff
     s_inv = _elementwise.where(kept, 1 / _elementwise.where(kept, s, 1), 0)
-    return matmul(_mT(vt) * s_inv[..., None, :], _mT(u))
+    return matmul(_mH(vt) * s_inv[..., None, :], _mH(u))
 
 
 def matrix_rank(a, rtol=None, *, tol=None):
@@ -454,6 +488,7 @@ def lstsq(a, b, rcond=None):
     tensor([2.], dtype=float32)
     """
     a, b = promote("lstsq", a, b, to_inexact=True)
+    _check_dtype("lstsq", a)
     if a.ndim != 2 or b.ndim not in (1, 2) or b.shape[0] != a.shape[0]:
         raise ValueError(f"lstsq: a must be (m, n) and b (m,) or (m, k) with the same m, got "
                          f"shapes {a.shape} and {b.shape}")
@@ -466,10 +501,11 @@ def lstsq(a, b, rcond=None):
     # NumPy leaves residuals empty for rank-deficient a; that needs a concrete rank, so
     # (as JAX) they are returned whenever m > n
     if m > n:
-        residuals = _reductions.sum(residual * residual, axis=0)
+        squares = residual * _elementwise.conjugate(residual)
+        residuals = _reductions.sum(_elementwise.real(squares), axis=0)
         residuals = _shape.reshape(residuals, (1,)) if b.ndim == 1 else residuals
     else:
-        residuals = _creation.zeros((0,), dtype=a.dtype)
+        residuals = _creation.zeros((0,), dtype=dtypes.real_dtype(a.dtype))
     return x, residuals, rank, s
 
 

@@ -488,38 +488,126 @@ def _lower_scatter(ctx, args, in_avals, out_avals, *, axes, mode):
                                 axes=tuple(range(len(axes))), mode=mode)
         return [ctx.op1("stablehlo.transpose", [out], out_avals[0].strip_weak(),
                         {"permutation": ctx.i64_array(np.argsort(perm))})]
-    window, inserted, index_map, batch_rank = _dimension_lists(operand, indices, axes)
-    numbers = ctx.attr(
-        f"#stablehlo.scatter<update_window_dims = [{window}], inserted_window_dims = "
-        f"[{inserted}], scatter_dims_to_operand_dims = [{index_map}], "
-        f"index_vector_dim = {batch_rank}>")
     target, index_arg, update_arg = args
     valid = _broadcast_rows(ctx, _rows_in_range(ctx, index_arg, operand, indices, axes),
                             indices)
     spare = _index_bounds(ctx, operand, indices, axes, 1)
     index_arg = ctx.op1("stablehlo.select", [valid, index_arg, spare], indices)
+    if not dtypes.is_complex(operand.dtype):
+        (out,) = _padded_scatter(ctx, [target], index_arg, [update_arg], operand, indices,
+                                 axes, _REAL_COMBINE[mode])
+        return [out]
+    if mode not in ("set", "add"):
+        return _complex_scatter_one_by_one(ctx, args, in_avals, out_avals, axes=axes,
+                                           mode=mode)
+    # IREE 3.13 crashes compiling any scatter of complex numbers, and has no scatter of
+    # several operands: scatter real arrays holding (real, imaginary) pairs along a last
+    # axis of 2, so a repeated index writes both parts of the same update
+    from funcgrad.lowering import rules
+
+    part = dtypes.real_dtype(operand.dtype)
+    packed_operand = ShapedArray((*operand.shape, 2), part)
+    (packed,) = _padded_scatter(ctx, [_pack_parts(ctx, target, operand)], index_arg,
+                                [_pack_parts(ctx, update_arg, updates)], packed_operand,
+                                indices, axes, _REAL_COMBINE[mode])
+    part_aval = ShapedArray(operand.shape, part)
+    real, imag = (_take_part(ctx, packed, packed_operand, k, part_aval) for k in (0, 1))
+    return rules.to_complex(ctx, [real, imag], [part_aval, part_aval],
+                            [out_avals[0].strip_weak()])
+
+
+def _pack_parts(ctx, value, aval):
+    """A complex ``value`` as a real array of shape ``aval.shape + (2,)``."""
+    part = dtypes.real_dtype(aval.dtype)
+    column = ShapedArray((*aval.shape, 1), part)
+    parts = [ctx.op1("stablehlo.reshape",
+                     [ctx.op1(f"stablehlo.{name}", [value], ShapedArray(aval.shape, part))],
+                     column) for name in ("real", "imag")]
+    return ctx.op1("stablehlo.concatenate", parts, ShapedArray((*aval.shape, 2), part),
+                   {"dimension": ctx.i64_attr(len(aval.shape))})
+
+
+def _take_part(ctx, packed, packed_aval, k, part_aval):
+    ndim = packed_aval.ndim
+    piece = ctx.op1("stablehlo.slice", [packed], ShapedArray((*part_aval.shape, 1),
+                                                              part_aval.dtype), {
+        "start_indices": ctx.i64_array([0] * (ndim - 1) + [k]),
+        "limit_indices": ctx.i64_array([*part_aval.shape, k + 1]),
+        "strides": ctx.i64_array([1] * ndim)})
+    return ctx.op1("stablehlo.reshape", [piece], part_aval)
+
+
+def _scatter_one_by_one(operand, indices, updates, *, axes, mode):
+    """``scatter`` applying the updates in order, each by gather, combine and a ``set``:
+    for complex mul, min and max, whose combination cannot be done part by part."""
+    from funcgrad.numpy import _elementwise as elt
+    from funcgrad.transforms.control_flow import fori_loop
+
+    batch = indices.shape[:-1]
+    n = int(np.prod(batch, dtype=np.int64))
+    rows = reshape(indices, (n, 1, indices.shape[-1]))
+    rest = updates.shape[len(batch):]
+    values = reshape(updates, (n, 1, *rest))
+
+    def combine(old, new):
+        if mode == "mul":
+            return old * new
+        smaller = (elt.real(new) < elt.real(old)) | (
+            (elt.real(new) == elt.real(old)) & (elt.imag(new) < elt.imag(old)))
+        return elt.where(smaller if mode == "min" else ~smaller & (new != old), new, old)
+
+    def step(k, x):
+        index = dynamic_slice(rows, (k, 0, 0), (1, 1, indices.shape[-1]))[0]
+        new = dynamic_slice(values, (k,) + (0,) * (len(rest) + 1), (1, 1, *rest))[0]
+        return scatter(x, index, combine(gather(x, index, axes), new), axes, "set")
+
+    return fori_loop(0, n, step, operand)
+
+
+def _complex_scatter_one_by_one(ctx, args, in_avals, out_avals, *, axes, mode):
+    from funcgrad.lowering import rules
+
+    return rules.via(_scatter_one_by_one)(ctx, args, in_avals, out_avals, axes=axes, mode=mode)
+
+
+def _padded_scatter(ctx, targets, index_arg, update_args, operand, indices, axes, combine):
+    """Scatter into copies of ``targets`` (all of ``operand``'s shape) grown by the spare
+    row, ``combine(ctx, scalar_aval, olds, news) -> results`` in the update region."""
+    window, inserted, index_map, batch_rank = _dimension_lists(operand, indices, axes)
+    numbers = ctx.attr(
+        f"#stablehlo.scatter<update_window_dims = [{window}], inserted_window_dims = "
+        f"[{inserted}], scatter_dims_to_operand_dims = [{index_map}], "
+        f"index_vector_dim = {batch_rank}>")
     grown = ShapedArray(tuple(n + 1 if d in axes else n for d, n in enumerate(operand.shape)),
                         operand.dtype)
-    target = ctx.op1("stablehlo.pad", [target, ctx.constant(np.zeros((), operand.dtype))],
-                     grown, {
-                         "edge_padding_low": ctx.i64_array([0] * operand.ndim),
-                         "edge_padding_high": ctx.i64_array(
-                             [1 if d in axes else 0 for d in range(operand.ndim)]),
-                         "interior_padding": ctx.i64_array([0] * operand.ndim)})
-    op = ctx.op("stablehlo.scatter", [target, index_arg, update_arg], [grown], {
+    padding = {"edge_padding_low": ctx.i64_array([0] * operand.ndim),
+               "edge_padding_high": ctx.i64_array(
+                   [1 if d in axes else 0 for d in range(operand.ndim)]),
+               "interior_padding": ctx.i64_array([0] * operand.ndim)}
+    zero = ctx.constant(np.zeros((), operand.dtype))
+    padded = [ctx.op1("stablehlo.pad", [t, zero], grown, padding) for t in targets]
+    n = len(targets)
+    op = ctx.op("stablehlo.scatter", [*padded, index_arg, *update_args], [grown] * n, {
         "scatter_dimension_numbers": numbers, "indices_are_sorted": ctx.bool_attr(False),
         "unique_indices": ctx.bool_attr(False)}, regions=1)
     scalar = ShapedArray((), operand.dtype)
-    if mode == "set":
-        ctx.scalar_body(op.regions[0], operand.dtype, lambda old, new: new)
-    else:
-        combine = _SCATTER_COMBINE[mode]
-        ctx.scalar_body(op.regions[0], operand.dtype,
-                        lambda old, new: ctx.op1(combine, [old, new], scalar))
-    return [ctx.op1("stablehlo.slice", list(op.results), out_avals[0], {
+    block = ctx.block(op.regions[0], [scalar] * (2 * n))
+    with ctx.ir.InsertionPoint(block):
+        olds, news = list(block.arguments)[:n], list(block.arguments)[n:]
+        ctx.op("stablehlo.return", combine(ctx, scalar, olds, news), [])
+    return [ctx.op1("stablehlo.slice", [result], operand, {
         "start_indices": ctx.i64_array([0] * operand.ndim),
         "limit_indices": ctx.i64_array(operand.shape),
-        "strides": ctx.i64_array([1] * operand.ndim)})]
+        "strides": ctx.i64_array([1] * operand.ndim)}) for result in op.results]
+
+
+def _binary(name):
+    return lambda ctx, aval, olds, news: [ctx.op1(name, [olds[0], news[0]], aval)]
+
+
+_REAL_COMBINE = {"set": lambda ctx, aval, olds, news: news,
+                 "add": _binary("stablehlo.add"), "mul": _binary("stablehlo.multiply"),
+                 "min": _binary("stablehlo.minimum"), "max": _binary("stablehlo.maximum")}
 
 
 gather_p.lower = _lower_gather

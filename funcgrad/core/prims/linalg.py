@@ -2,8 +2,13 @@
 
 Every primitive acts on the last two axes; leading axes are a batch, so the batch rule
 only moves the vmapped axis to the front.  Derivative rules are the standard ones (as in
-JAX's ``lax.linalg``), written with funcgrad ops so they differentiate again.  Real
-floating inputs (float32, float64) only.
+JAX's ``lax.linalg``), written with funcgrad ops so they differentiate again.  Inputs are
+float32, float64, complex64 or complex128.  For complex inputs lu and triangular_solve are
+holomorphic (transposes stay plain, not conjugated, as JAX's); cholesky and eigh read a
+Hermitian matrix (the lower triangle and the real part of the diagonal, as LAPACK), qr's R
+has a real diagonal (LAPACK's Householder convention), and eigh's eigenvalues and svd's
+singular values are real.  Eigenvector and singular vector phases are canonical: see
+``_canonical_signs``.
 """
 
 from __future__ import annotations
@@ -18,13 +23,16 @@ from funcgrad.core.prims.structural import broadcast_in_dim, moveaxis, transpose
 # --- shared checks and helpers -------------------------------------------------------------
 
 
+SUPPORTED_DTYPES = (dtypes.float32, dtypes.float64, dtypes.complex64, dtypes.complex128)
+
+
 def _check_matrix(name, x, *, square=False):
     if x.ndim < 2 or (square and x.shape[-1] != x.shape[-2]):
         kind = "square matrices (..., n, n)" if square else "matrices (..., m, n)"
         raise ValueError(f"{name}: expected {kind}, got shape {x.shape}")
-    if x.dtype not in (dtypes.float32, dtypes.float64):
-        raise TypeError(f"{name}: dtype {x.dtype.name} not supported; expected float32 or "
-                        "float64 (convert with .astype)")
+    if x.dtype not in SUPPORTED_DTYPES:
+        raise TypeError(f"{name}: dtype {x.dtype.name} not supported; expected float32, "
+                        "float64, complex64 or complex128 (convert with .astype)")
 
 
 def _declare(prim, impl, rule, jvp, batch=None, transpose=None):
@@ -60,6 +68,40 @@ def _mT(x):
     return transpose(x, perm)
 
 
+def _conj(x):
+    """Complex conjugate; real x itself (no operation, so real graphs are unchanged)."""
+    from funcgrad.numpy._elementwise import conjugate
+
+    return conjugate(x)
+
+
+def _real(x):
+    """Real part; real x itself."""
+    from funcgrad.numpy._elementwise import real
+
+    return real(x)
+
+
+def _imag(x):
+    from funcgrad.numpy._elementwise import imag
+
+    return imag(x)
+
+
+def _mH(x):
+    """Conjugate transpose of the last two axes (the transpose for real x)."""
+    return _conj(_mT(x))
+
+
+def _abs2(x):
+    """``|x|^2`` elementwise, real: ``x * x`` for real x (complex x: from its parts, as
+    complex products compile slowly)."""
+    if not dtypes.is_complex(x.dtype):
+        return x * x
+    re, im = _real(x), _imag(x)
+    return re * re + im * im
+
+
 def _mm(a, b):
     from funcgrad.numpy._linear import matmul
 
@@ -84,15 +126,20 @@ def _eye(n, dtype):
     return eye(n, dtype=dtype)
 
 
-def _diagonal(x):
+def matrix_diagonal(x):
+    """The diagonals of the matrices in ``x`` (its last two axes)."""
     from funcgrad.numpy._shape import diagonal
 
     return diagonal(x, 0, -2, -1)
 
 
-def _symmetric_from_lower(x):
-    """The symmetric matrix whose lower triangle is x's (what LAPACK's 'L' routines read)."""
-    return _tril(x) + _mT(_tril(x, -1))
+def _hermitian_from_lower(x):
+    """The symmetric (complex: Hermitian) matrix whose lower triangle is x's: what LAPACK's
+    'L' routines read, which for complex x also take only the real part of the diagonal."""
+    if not dtypes.is_complex(x.dtype):
+        return _tril(x) + _mT(_tril(x, -1))
+    below = _tril(x, -1)
+    return below + _mH(below) + _eye(x.shape[-1], x.dtype) * _real(x)
 
 
 def _per_matrix(fn, x, out_shapes):
@@ -110,7 +157,7 @@ def _per_matrix(fn, x, out_shapes):
     return [o.reshape(*x.shape[:-2], *s) for o, s in zip(outs, out_shapes, strict=True)]
 
 
-# --- cholesky: A = L L^T, L lower triangular (reads A's lower triangle) ----------------------
+# --- cholesky: A = L L^H, L lower triangular (reads A's lower triangle) ----------------------
 
 cholesky_p = Primitive("cholesky", keeps_weak=False)
 
@@ -129,14 +176,14 @@ def _cholesky_rule(a):
 
 
 def _cholesky_jvp(primals, tangents):
-    # dL = L phi(L^-1 dA L^-T), phi = lower triangle with the diagonal halved
+    # dL = L phi(L^-1 dA L^-H), phi = lower triangle with the diagonal halved
     # (Murray, "Differentiation of the Cholesky decomposition", 2016)
     (a,), (g,) = primals, tangents
     L = cholesky_p.bind(a)
     if g is None:
         return L, None
-    sigma = _symmetric_from_lower(g)
-    tmp = triangular_solve(L, sigma, left_side=False, lower=True, transpose_a=True)
+    sigma = _hermitian_from_lower(g)
+    tmp = triangular_solve(_conj(L), sigma, left_side=False, lower=True, transpose_a=True)
     inner = triangular_solve(L, tmp, left_side=True, lower=True)
     phi = _tril(inner, -1) + inner * (_eye(a.shape[-1], a.dtype) * 0.5)
     return L, _mm(L, phi)
@@ -146,7 +193,8 @@ _declare(cholesky_p, _cholesky_impl, _cholesky_rule, _cholesky_jvp)
 
 
 def cholesky(a):
-    """Lower Cholesky factor of the symmetric positive definite matrices in ``a``."""
+    """Lower Cholesky factor ``L`` (``a = L L^H``) of the symmetric (complex: Hermitian)
+    positive definite matrices in ``a``, read from their lower triangle."""
     return cholesky_p.bind(a)
 
 
@@ -288,7 +336,7 @@ def _lu_impl(a):
     pivots = np.zeros((count, k), np.int32)
     with np.errstate(all="ignore"):
         for j in range(k):
-            p = j + np.argmax(np.abs(lu[:, j:, j]), axis=1)
+            p = j + np.argmax(_pivot_magnitude(lu[:, j:, j]), axis=1)
             pivots[:, j] = p
             lu[rows, j], lu[rows, p] = lu[rows, p], lu[rows, j].copy()
             perm[rows, j], perm[rows, p] = perm[rows, p], perm[rows, j].copy()
@@ -297,6 +345,12 @@ def _lu_impl(a):
             lu[:, j + 1:, j] = np.where(pivot != 0, lu[:, j + 1:, j] / pivot, lu[:, j + 1:, j])
             lu[:, j + 1:, j + 1:] -= lu[:, j + 1:, j:j + 1] * lu[:, j:j + 1, j + 1:]
     return [lu.reshape(*batch, m, n), pivots.reshape(*batch, k), perm.reshape(*batch, m)]
+
+
+def _pivot_magnitude(x):
+    """What partial pivoting maximizes: ``|x|``, or ``|Re x| + |Im x|`` for complex x, as
+    LAPACK's getrf (i?amax), so complex pivots are LAPACK's and JAX's."""
+    return np.abs(x.real) + np.abs(x.imag) if np.iscomplexobj(x) else np.abs(x)
 
 
 def _lu_rule(a):
@@ -387,7 +441,7 @@ def permute_rows(x, permutation):
     return take_along_axis(x, idx, x.ndim - 2)
 
 
-# --- qr: A = Q R, Householder (LAPACK's signs) ----------------------------------------------
+# --- qr: A = Q R, Householder (LAPACK's signs; complex: R's diagonal real, as LAPACK) ------
 
 qr_p = Primitive("qr", multiple_results=True, keeps_weak=False)
 
@@ -415,9 +469,12 @@ def _qr_jvp(primals, tangents, *, full_matrices):
         raise NotImplementedError(f"qr: derivative needs m >= n and reduced mode, got shape "
                                   f"{a.shape} (full_matrices={full_matrices})")
     dx_rinv = triangular_solve(r, g, left_side=False, lower=False)
-    qt_dx_rinv = _mm(_mT(q), dx_rinv)
+    qt_dx_rinv = _mm(_mH(q), dx_rinv)
     lower = _tril(qt_dx_rinv, -1)
-    omega = lower - _mT(lower)  # skew-symmetric
+    omega = lower - _mH(lower)  # skew-symmetric (complex: skew-Hermitian)
+    if dtypes.is_complex(a.dtype):
+        # LAPACK's R has a real diagonal: dR's diagonal must stay real too
+        omega = omega + _eye(n, a.dtype) * (qt_dx_rinv - _real(qt_dx_rinv))
     dq = _mm(q, omega - qt_dx_rinv) + dx_rinv
     dr = _mm(qt_dx_rinv - omega, r)
     return [q, r], [dq, dr]
@@ -431,24 +488,28 @@ def qr(a, full_matrices: bool = False):
     return qr_p.bind(a, full_matrices=bool(full_matrices))
 
 
-# --- svd: A = U diag(s) Vt, s descending -------------------------------------------------------
-# Results: [s] or [s, u, vt] (as JAX's primitive).
+# --- svd: A = U diag(s) Vh, s descending -------------------------------------------------------
+# Results: [s] or [s, u, vh] (as JAX's primitive); s is real also for complex a, and Vh is
+# V's conjugate transpose.
 
 svd_p = Primitive("svd", multiple_results=True, keeps_weak=False)
 
 
 def _svd_impl(a, *, full_matrices, compute_uv):
+    real = dtypes.real_dtype(a.dtype)
     if not compute_uv:
-        return [np.linalg.svd(a, compute_uv=False).astype(a.dtype, copy=False)]
-    u, s, vt = np.linalg.svd(a, full_matrices=False)
-    # canonical signs, and full bases completed by a Householder QR of the thin ones: the
-    # convention the compiled svd follows (see _svd_lowered), so both give equal results
+        return [np.linalg.svd(a, compute_uv=False).astype(real, copy=False)]
+    u, s, vh = np.linalg.svd(a, full_matrices=False)
+    # canonical signs (phases), and full bases completed by a Householder QR of the thin
+    # ones: the convention the compiled svd follows (see _svd_lowered), so both give equal
+    # results; U's column j and V's (Vh's row j conjugated) share one phase
     signs = _canonical_signs_numpy(u, -2)
-    u, vt = u * signs, vt * np.swapaxes(signs, -1, -2)
+    u, vh = u * signs, vh * np.conj(np.swapaxes(signs, -1, -2))
     if full_matrices:
-        u, vt = _complete_basis(u), np.swapaxes(_complete_basis(np.swapaxes(vt, -1, -2)), -1, -2)
-    return [s.astype(a.dtype, copy=False), u.astype(a.dtype, copy=False),
-            vt.astype(a.dtype, copy=False)]
+        u = _complete_basis(u)
+        vh = np.conj(np.swapaxes(_complete_basis(np.conj(np.swapaxes(vh, -1, -2))), -1, -2))
+    return [s.astype(real, copy=False), u.astype(a.dtype, copy=False),
+            vh.astype(a.dtype, copy=False)]
 
 
 def _complete_basis(u):
@@ -464,7 +525,7 @@ def _svd_rule(a, *, full_matrices, compute_uv):
     _check_matrix("svd", a)
     *batch, m, n = a.shape
     k = min(m, n)
-    s = ShapedArray((*batch, k), a.dtype)
+    s = ShapedArray((*batch, k), dtypes.real_dtype(a.dtype))
     if not compute_uv:
         return [s]
     ku, kv = (m, n) if full_matrices else (k, k)
@@ -477,32 +538,42 @@ def _svd_jvp(primals, tangents, *, full_matrices, compute_uv):
     if compute_uv and full_matrices and m != n:
         raise NotImplementedError(f"svd: derivative of full_matrices=True needs a square "
                                   f"matrix, got shape {a.shape}; use full_matrices=False")
-    s, u, vt = svd_p.bind(a, full_matrices=False, compute_uv=True)
-    outs = [s, u, vt] if compute_uv else [s]
+    s, u, vh = svd_p.bind(a, full_matrices=False, compute_uv=True)
+    outs = [s, u, vh] if compute_uv else [s]
     if g is None:
         return outs, [None] * len(outs)
-    v = _mT(vt)
-    ds_mat = _mm(_mm(_mT(u), g), v)
-    ds = _diagonal(ds_mat)
+    complex_input = dtypes.is_complex(a.dtype)
+    v = _mH(vh)
+    ds_mat = _mm(_mm(_mH(u), g), v)
+    ds = matrix_diagonal(_real(ds_mat))
     if not compute_uv:
         return outs, [ds]
     k = s.shape[-1]
-    eye = _eye(k, a.dtype)
+    eye = _eye(k, s.dtype)
     s_row = s[..., None, :]
     s_col = s[..., :, None]
     # F_ij = 1 / (s_j^2 - s_i^2) off the diagonal, 0 on it
     f = 1 / ((s_row + s_col) * (s_row - s_col) + eye) - eye
     dss = ds_mat * s_row
     sds = s_col * ds_mat
-    du = _mm(u, f * (dss + _mT(dss)))
-    dv = _mm(v, f * (sds + _mT(sds)))
+    du = _mm(u, f * (dss + _mH(dss)))
+    dv = _mm(v, f * (sds + _mH(sds)))
+    if complex_input:
+        # Im(U^H dA V)_jj / s_j: the part of U's and V's phase change the product sees
+        # (put on U, as JAX), then the common drift keeping the phases canonical
+        where, nonzero = _fnp().where, s_row > 0
+        s_inv = where(nonzero, 1 / where(nonzero, s_row, 1), 0)
+        du = du + _mm(u, (ds_mat - _mH(ds_mat)) * (0.5 * eye * s_inv))
     if m > n:
         dav = _mm(g, v)
-        du = du + (dav - _mm(u, _mm(_mT(u), dav))) / s_row
+        du = du + (dav - _mm(u, _mm(_mH(u), dav))) / s_row
     if n > m:
-        dau = _mm(_mT(g), u)
-        dv = dv + (dau - _mm(v, _mm(vt, dau))) / s_row
-    return outs, [ds, du, _mT(dv)]
+        dau = _mm(_mH(g), u)
+        dv = dv + (dau - _mm(v, _mm(vh, dau))) / s_row
+    if complex_input:
+        drift = _canonical_phase_drift(u, du)
+        du, dv = du + u * drift, dv + v * drift
+    return outs, [ds, du, _mH(dv)]
 
 
 _declare(svd_p, _svd_impl, _svd_rule, _svd_jvp)
@@ -513,8 +584,9 @@ def svd(a, full_matrices: bool = False, compute_uv: bool = True):
     return svd_p.bind(a, full_matrices=bool(full_matrices), compute_uv=bool(compute_uv))
 
 
-# --- eigh: symmetric eigendecomposition (reads the lower triangle) ---------------------------
-# Results: [w, v] with eigenvalues w ascending and eigenvectors in v's columns.
+# --- eigh: symmetric (complex: Hermitian) eigendecomposition (reads the lower triangle) -----
+# Results: [w, v] with eigenvalues w ascending (real, also for complex a) and eigenvectors in
+# v's columns, with the canonical signs or phases of _canonical_signs.
 
 eigh_p = Primitive("eigh", multiple_results=True, keeps_weak=False)
 
@@ -522,31 +594,36 @@ eigh_p = Primitive("eigh", multiple_results=True, keeps_weak=False)
 def _eigh_impl(a):
     w, v = np.linalg.eigh(a, UPLO="L")
     v = v * _canonical_signs_numpy(v, -2)  # LAPACK's signs are arbitrary: see _eigh_lowered
-    return [w.astype(a.dtype, copy=False), v.astype(a.dtype, copy=False)]
+    return [w.astype(dtypes.real_dtype(a.dtype), copy=False), v.astype(a.dtype, copy=False)]
 
 
 def _eigh_rule(a):
     _check_matrix("eigh", a, square=True)
-    return [ShapedArray(a.shape[:-1], a.dtype), ShapedArray(a.shape, a.dtype)]
+    return [ShapedArray(a.shape[:-1], dtypes.real_dtype(a.dtype)), ShapedArray(a.shape, a.dtype)]
 
 
 def _eigh_jvp(primals, tangents):
-    # dw = diag(V^T dA V), dV = V (F * V^T dA V) with F_ij = 1 / (w_j - w_i) off the diagonal
+    # dw = diag(V^H dA V), dV = V (F * V^H dA V) with F_ij = 1 / (w_j - w_i) off the diagonal
+    # (complex: plus the phase drift that keeps V's phases canonical)
     (a,), (g,) = primals, tangents
     w, v = eigh_p.bind(a)
     if g is None:
         return [w, v], [None, None]
-    eye = _eye(a.shape[-1], a.dtype)
+    eye = _eye(a.shape[-1], w.dtype)
     f = 1 / (eye + w[..., None, :] - w[..., :, None]) - eye
-    vt_g_v = _mm(_mm(_mT(v), _symmetric_from_lower(g)), v)
-    return [w, v], [_diagonal(vt_g_v), _mm(v, f * vt_g_v)]
+    vh_g_v = _mm(_mm(_mH(v), _hermitian_from_lower(g)), v)
+    dv = _mm(v, f * vh_g_v)
+    if dtypes.is_complex(a.dtype):
+        dv = dv + v * _canonical_phase_drift(v, dv)
+    return [w, v], [matrix_diagonal(_real(vh_g_v)), dv]
 
 
 _declare(eigh_p, _eigh_impl, _eigh_rule, _eigh_jvp)
 
 
 def eigh(a):
-    """``[w, v]``: ascending eigenvalues and eigenvectors of symmetric ``a`` (lower triangle)."""
+    """``[w, v]``: ascending eigenvalues and eigenvectors of symmetric (complex: Hermitian)
+    ``a``, read from its lower triangle."""
     return eigh_p.bind(a)
 
 
@@ -555,13 +632,35 @@ def eigh(a):
 # LAPACK custom calls), so every decomposition lowers as a composition of primitives that
 # do lower: one-hot masks select a row or column (``where`` + ``sum``, exact), and loops
 # run as fori_loop/scan/while_loop.  Each follows the textbook algorithm and LAPACK's
-# conventions, so jitted results equal the eager (LAPACK) ones up to rounding.
+# conventions, so jitted results equal the eager (LAPACK) ones up to rounding.  Complex
+# inputs take the same algorithms with complex rotations and reflectors; where cheap, their
+# arithmetic is done on the real and imaginary parts, since IREE compiles complex products,
+# divisions and magnitudes to long expansions (a complex eigh or svd compiles about twice
+# as long as a real one).
 
 
 def _fnp():
     import funcgrad.numpy as fnp
 
     return fnp
+
+
+def _divide_by_real(x, r):
+    """``x / r`` for real ``r``: complex x has its parts divided, as a complex division
+    compiles to Smith's algorithm (some thirty operations, a slow IREE compile)."""
+    if not dtypes.is_complex(x.dtype):
+        return x / r
+    from funcgrad.core.prims.elementwise import complex_
+
+    return complex_(_real(x) / r, _imag(x) / r)
+
+
+def _divide(x, y):
+    """``x / y``; complex: ``x conj(y) / |y|^2``, cheaper to compile than Smith's algorithm
+    but, like the real ``_householder_qr``'s squares, overflowing for |y| near sqrt(max)."""
+    if not dtypes.is_complex(y.dtype):
+        return x / y
+    return _divide_by_real(x * _conj(y), _abs2(y))
 
 
 def _row(x, mask):
@@ -577,18 +676,22 @@ def _column(x, mask):
 
 
 def _cholesky_lowered(a):
-    """Column by column: L[:, j] = (A[:, j] - L L[j, :]^T) / sqrt(that at j), below j."""
+    """Column by column: L[:, j] = (A[:, j] - L L[j, :]^H) / sqrt(that at j), below j."""
     from funcgrad.transforms.control_flow import fori_loop
 
     fnp = _fnp()
     n = a.shape[-1]
     rows = fnp.arange(n)
+    complex_input = dtypes.is_complex(a.dtype)
 
     def column(j, L):
         at_j = rows == j
-        v = _column(a, at_j) - fnp.sum(L * _row(L, at_j)[..., None, :], axis=-1)
-        pivot = fnp.sqrt(fnp.sum(fnp.where(at_j, v, 0), axis=-1))
-        col = fnp.where(rows >= j, v / pivot[..., None], 0)
+        v = _column(a, at_j) - fnp.sum(L * _conj(_row(L, at_j))[..., None, :], axis=-1)
+        # the diagonal of a Hermitian matrix is real: its imaginary part is not read
+        pivot = fnp.sqrt(fnp.sum(fnp.where(at_j, _real(v), 0), axis=-1))
+        col = fnp.where(rows >= j, _divide_by_real(v, pivot[..., None]), 0)
+        if complex_input:
+            col = fnp.where(at_j, pivot[..., None], col)
         return fnp.where(at_j, col[..., :, None], L)
 
     L = fori_loop(0, n, column, fnp.zeros_like(a))
@@ -632,6 +735,7 @@ def _lu_lowered(a):
     *batch, m, n = a.shape
     k = min(m, n)
     rows, cols, steps = fnp.arange(m), fnp.arange(n), fnp.arange(k)
+    complex_input = dtypes.is_complex(a.dtype)
 
     def swap(x, at_j, at_p, expand):
         xj, xp = (_row(x, at_j), _row(x, at_p)) if expand else \
@@ -644,7 +748,10 @@ def _lu_lowered(a):
     def eliminate(j, carry):
         lu, pivots, perm = carry
         col = _column(lu, cols == j)
-        p = fnp.argmax(fnp.where(rows >= j, fnp.abs(col), -1), axis=-1).astype(np.int32)
+        candidates = rows >= j
+        magnitude = fnp.abs(col) if not complex_input else \
+            fnp.abs(fnp.real(col)) + fnp.abs(fnp.imag(col))  # as _pivot_magnitude
+        p = fnp.argmax(fnp.where(candidates, magnitude, -1), axis=-1).astype(np.int32)
         at_j, at_p = rows == j, rows == p[..., None]
         lu = swap(lu, at_j, at_p, True)
         perm = swap(perm, at_j, at_p, False)
@@ -665,30 +772,33 @@ def _lu_lowered(a):
 
 
 def _householder_qr(a):
-    """Householder QR with LAPACK's conventions (geqrf + orgqr): ``(Q (m, m), R (m, n))``.
+    """Householder QR with LAPACK's conventions (geqrf + orgqr/ungqr): ``(Q (m, m), R (m, n))``.
 
-    Reflector j maps column j below the diagonal to ``beta = -sign(alpha) * norm``; a
-    column already zero below the diagonal gets no reflection (tau = 0), as in dlarfg."""
+    Reflector j maps column j below the diagonal to ``beta = -sign(Re alpha) * norm``, real
+    also for complex columns; a column already zero below the diagonal with a real alpha
+    gets no reflection (tau = 0), as in dlarfg/zlarfg."""
     from funcgrad.transforms.control_flow import fori_loop
 
     fnp = _fnp()
     *batch, m, n = a.shape
     rows, cols = fnp.arange(m), fnp.arange(n)
+    complex_input = dtypes.is_complex(a.dtype)
 
     def reflect(j, carry):
         r, q = carry
         col = _column(r, cols == j)
         alpha = fnp.sum(fnp.where(rows == j, col, 0), axis=-1)
         below = fnp.where(rows > j, col, 0)
-        tail = fnp.sum(below * below, axis=-1)
-        norm = fnp.sqrt(alpha * alpha + tail)
-        beta = fnp.where(alpha >= 0, -norm, norm)
-        active = tail > 0
-        v = fnp.where(rows == j, 1, below / fnp.where(active, alpha - beta, 1)[..., None])
-        tau = fnp.where(active, (beta - alpha) / fnp.where(active, beta, 1), 0)
-        tv = (tau[..., None] * v)
-        r = r - tv[..., :, None] * _mm(v[..., None, :], r)  # H R, H = I - tau v v^T
-        q = q - _mm(q, v[..., :, None]) * tv[..., None, :]  # Q H
+        tail = fnp.sum(_abs2(below), axis=-1)
+        norm = fnp.sqrt(_abs2(alpha) + tail)
+        beta = fnp.where(_real(alpha) >= 0, -norm, norm)
+        active = (tail > 0) | (_imag(alpha) != 0) if complex_input else tail > 0
+        v = fnp.where(rows == j, 1, _divide(below, fnp.where(active, alpha - beta, 1)[..., None]))
+        tau = fnp.where(active, _divide_by_real(beta - alpha, fnp.where(active, beta, 1)), 0)
+        # H = I - tau v v^H: R takes H^H (conj(tau) v v^H), Q accumulates H
+        tv = _conj(tau)[..., None] * v
+        r = r - tv[..., :, None] * _mm(_conj(v)[..., None, :], r)  # H^H R
+        q = q - _mm(q, v[..., :, None]) * _conj(tv)[..., None, :]  # Q H
         # column j is now exactly (.., beta, 0, ...): write it so R is exactly triangular
         top = fnp.where(active, beta, alpha)[..., None]
         exact = fnp.where(rows == j, top, fnp.where(rows > j, 0, col))
@@ -727,8 +837,17 @@ def _round_robin(n):
 
 
 def _jacobi_rotation(app, aqq, apq):
-    """``(c, s)`` diagonalizing ``[[app, apq], [apq, aqq]]`` (Golub & Van Loan, sym.schur2)."""
+    """``(c, s)`` such that ``J = [[c, s], [-conj(s), c]]`` diagonalizes the symmetric
+    (complex: Hermitian) ``[[app, apq], [conj(apq), aqq]]`` as ``J^H A J`` (Golub & Van Loan,
+    sym.schur2).  A complex ``apq = |apq| e`` takes the real rotation of ``|apq|`` conjugated
+    by ``diag(1, conj(e))``: ``c`` stays real and ``s`` gets the phase ``e``."""
     fnp = _fnp()
+    if dtypes.is_complex(apq.dtype):
+        # not fnp.abs (compiled as a careful hypot): the real rotation squares entries too
+        magnitude = fnp.sqrt(_abs2(apq))
+        phase = _divide_by_real(apq, fnp.where(magnitude > 0, magnitude, 1))
+        c, s = _jacobi_rotation(_real(app), _real(aqq), magnitude)
+        return c, s * phase
     nonzero = apq != 0
     tau = (aqq - app) / (2 * fnp.where(nonzero, apq, 1))
     t = fnp.where(tau >= 0, 1, -1) / (fnp.abs(tau) + fnp.sqrt(1 + tau * tau))
@@ -738,11 +857,18 @@ def _jacobi_rotation(app, aqq, apq):
 
 
 def _rotation_matrix(c, s, mp, mq):
-    """J with J[p,p] = J[q,q] = c, J[p,q] = s, J[q,p] = -s for every pair, else identity."""
+    """J with J[p,p] = J[q,q] = c, J[p,q] = s, J[q,p] = -conj(s) for every pair, else
+    identity (c and the one-hot tables mp, mq are real)."""
     fnp = _fnp()
     n = mp.shape[0]
+    if dtypes.is_complex(s.dtype):  # from real parts: complex arithmetic compiles slowly
+        from funcgrad.core.prims.elementwise import complex_
+
+        s_imag = _imag(s)[..., None, :]
+        imag = _mm(mp * s_imag, _mT(mq)) + _mm(mq * s_imag, _mT(mp))
+        return complex_(_rotation_matrix(c, _real(s), mp, mq), imag)
     diagonal = 1 + _mm(mp, (c - 1)[..., :, None])[..., 0] + _mm(mq, (c - 1)[..., :, None])[..., 0]
-    off = _mm(mp * s[..., None, :], _mT(mq)) - _mm(mq * s[..., None, :], _mT(mp))
+    off = _mm(mp * s[..., None, :], _mT(mq)) - _mm(mq * _conj(s)[..., None, :], _mT(mp))
     return fnp.eye(n, dtype=c.dtype) * diagonal[..., None, :] + off
 
 
@@ -754,7 +880,7 @@ def _jacobi_sweeps(x, v, pair_entries, apply, converged, max_sweeps=30):
 
     n = v.shape[-1]
     tables = _round_robin(n)
-    mp_all, mq_all = (asarray(t.astype(x.dtype)) for t in tables)
+    mp_all, mq_all = (asarray(t.astype(dtypes.real_dtype(x.dtype))) for t in tables)
 
     def one_round(carry, masks):
         x, v = carry
@@ -776,51 +902,81 @@ def _jacobi_sweeps(x, v, pair_entries, apply, converged, max_sweeps=30):
     return while_loop(go_on, sweep, (zero, x, v))[1:]
 
 
-def _canonical_signs(v, axis):
-    """+1/-1 per vector along ``axis`` making ``sum_k v_k exp(-k/n)`` non-negative: a sign
-    convention shared by the eager and compiled eigh/svd (LAPACK's signs are arbitrary)."""
-    fnp = _fnp()
+def _canonical_weights(v, axis):
+    """The weights ``exp(-k/n)`` of the vectors' scores, shaped to broadcast along ``axis``."""
     n = v.shape[axis]
-    weights = np.exp(-np.arange(n) / max(n, 1)).astype(v.dtype)
     shape = [1] * v.ndim
     shape[axis] = n
-    score = fnp.sum(v * weights.reshape(shape), axis=axis, keepdims=True)
-    return fnp.where(score < 0, -1, 1).astype(v.dtype)
+    return np.exp(-np.arange(n) / max(n, 1)).astype(v.dtype).reshape(shape)
+
+
+def _canonical_signs(v, axis):
+    """+1/-1 per vector along ``axis`` making its score ``sum_k v_k exp(-k/n)`` non-negative
+    or, for complex v, the phase ``conj(score) / |score|`` making it real and non-negative
+    (1 for a zero score): the convention shared by the eager and compiled eigh/svd (LAPACK's
+    signs and phases are arbitrary)."""
+    fnp = _fnp()
+    score = fnp.sum(v * _canonical_weights(v, axis), axis=axis, keepdims=True)
+    if not dtypes.is_complex(v.dtype):
+        return fnp.where(score < 0, -1, 1).astype(v.dtype)
+    magnitude = fnp.abs(score)
+    nonzero = magnitude > 0
+    return fnp.where(nonzero, _divide_by_real(_conj(score), fnp.where(nonzero, magnitude, 1)), 1)
 
 
 def _canonical_signs_numpy(v, axis):
-    n = v.shape[axis]
-    shape = [1] * v.ndim
-    shape[axis] = n
-    weights = np.exp(-np.arange(n) / max(n, 1)).astype(v.dtype).reshape(shape)
-    score = np.sum(v * weights, axis=axis, keepdims=True)
-    return np.where(score < 0, -1, 1).astype(v.dtype)
+    score = np.sum(v * _canonical_weights(v, axis), axis=axis, keepdims=True)
+    if not np.iscomplexobj(v):
+        return np.where(score < 0, -1, 1).astype(v.dtype)
+    magnitude = np.abs(score)
+    nonzero = magnitude > 0
+    return np.where(nonzero, np.conj(score) / np.where(nonzero, magnitude, 1), 1).astype(v.dtype)
+
+
+def _canonical_phase_drift(v, dv):
+    """``i alpha`` per column of complex ``v`` (canonically phased, see _canonical_signs)
+    such that ``dv + i alpha v`` keeps the columns' scores real: ``dv`` is a tangent of the
+    columns in any phase gauge, and ``alpha = -Im(score(dv)) / score(v)``."""
+    fnp = _fnp()
+    weights = _canonical_weights(v, -2)
+    score = _real(fnp.sum(v * weights, axis=-2, keepdims=True))
+    drift = _imag(fnp.sum(dv * weights, axis=-2, keepdims=True))
+    return (-drift / fnp.where(score > 0, score, 1)) * 1j
 
 
 def _eigh_lowered(a):
-    """Cyclic two-sided Jacobi (parallel ordering), then ascending order, canonical signs."""
+    """Cyclic two-sided Jacobi (parallel ordering), then ascending order, canonical signs.
+
+    Complex Hermitian ``a`` takes complex rotations (see ``_jacobi_rotation``), not the real
+    symmetric ``[[Re, -Im], [Im, Re]]`` of twice the size: that one's eigenvalues come in
+    pairs, and for a repeated eigenvalue of ``a`` picking one vector per pair can pick ``u``
+    and ``i u``, losing a dimension."""
     fnp = _fnp()
     n = a.shape[-1]
-    x = _symmetric_from_lower(a)
+    complex_input = dtypes.is_complex(a.dtype)
+    x = _hermitian_from_lower(a)
     v = fnp.broadcast_to(fnp.eye(n, dtype=a.dtype), a.shape)
     if n >= 2:
         eps = float(np.finfo(a.dtype).eps)
         off_mask = ~fnp.eye(n, dtype=bool)
 
         def pair_entries(x, mp, mq):
-            diagonal = _diagonal(x)
-            return (_mm(diagonal[..., None, :], mp)[..., 0, :],
-                    _mm(diagonal[..., None, :], mq)[..., 0, :],
-                    fnp.sum(_mm(x, mq) * mp, axis=-2))
+            diagonal = matrix_diagonal(_real(x))
+            app = _mm(diagonal[..., None, :], mp)[..., 0, :]
+            aqq = _mm(diagonal[..., None, :], mq)[..., 0, :]
+            columns = _mm(x, mq)
+            # complex: a select, not a complex product with the real table
+            rows = fnp.where(mp != 0, columns, 0) if complex_input else columns * mp
+            return app, aqq, fnp.sum(rows, axis=-2)
 
         def converged(x):
-            off = fnp.sum(fnp.where(off_mask, x * x, 0), axis=(-2, -1))
-            total = fnp.sum(x * x, axis=(-2, -1))
+            off = fnp.sum(fnp.where(off_mask, _abs2(x), 0), axis=(-2, -1))
+            total = fnp.sum(_abs2(x), axis=(-2, -1))
             return fnp.all(off <= (eps * eps) * total)
 
-        x, v = _jacobi_sweeps(x, v, pair_entries, lambda x, j: _mm(_mm(_mT(j), x), j),
+        x, v = _jacobi_sweeps(x, v, pair_entries, lambda x, j: _mm(_mm(_mH(j), x), j),
                               converged)
-    w = _diagonal(x)
+    w = matrix_diagonal(_real(x))
     order = fnp.argsort(w, axis=-1)
     w = fnp.take_along_axis(w, order, axis=-1)
     v = fnp.take_along_axis(v, fnp.broadcast_to(order[..., None, :], v.shape), axis=-1)
@@ -833,54 +989,68 @@ def _svd_lowered(a, *, full_matrices, compute_uv):
     fnp = _fnp()
     m, n = a.shape[-2:]
     if m >= n:
-        s, u, v, extra_u, extra_v = *_svd_tall(a, compute_uv), None
-    else:
-        s, v, u, extra_v, extra_u = *_svd_tall(_mT(a), compute_uv), None
+        s, u, v, extra_u, extra_v = *_svd_tall(a, compute_uv, phase_from_v=False), None
+    else:  # a^H = V S U^H
+        s, v, u, extra_v, extra_u = *_svd_tall(_mH(a), compute_uv, phase_from_v=True), None
     if not compute_uv:
         return [s]
-    signs = _canonical_signs(u, -2)
-    u, v = u * signs, v * signs
+    if not dtypes.is_complex(a.dtype):  # complex: phased in _svd_tall already
+        signs = _canonical_signs(u, -2)
+        u, v = u * signs, v * signs
     if full_matrices:
         u = u if extra_u is None else fnp.concatenate([u, extra_u], axis=-1)
         v = v if extra_v is None else fnp.concatenate([v, extra_v], axis=-1)
-    return [s, u, _mT(v)]
+    return [s, u, _mH(v)]
 
 
-def _svd_tall(a, compute_uv):
+def _svd_tall(a, compute_uv, phase_from_v):
     """``(s, u, v, completion)`` of a tall ``a`` (m >= n) by one-sided Jacobi (Hestenes):
-    rotate column pairs until orthogonal; s = column norms, descending; u from a
-    Householder QR of the rotated columns, whose trailing Q columns complete u's basis."""
+    rotate column pairs (complex rotations for complex a) until orthogonal; s = column
+    norms, descending; u from a Householder QR of the rotated columns, whose trailing Q
+    columns complete u's basis.  Complex columns get their canonical phases (those of u,
+    or of v when ``phase_from_v``: the left vectors of the untransposed matrix) before the
+    QR, as a reflector changes with its column's phase (a real one not with its sign)."""
     fnp = _fnp()
     m, n = a.shape[-2:]
+    complex_input = dtypes.is_complex(a.dtype)
     v = fnp.broadcast_to(fnp.eye(n, dtype=a.dtype), (*a.shape[:-2], n, n))
     x = a
     if n >= 2:
         tol = float(np.finfo(a.dtype).eps) * n
         off_mask = ~fnp.eye(n, dtype=bool)
 
-        def pair_entries(x, mp, mq):
-            norms = fnp.sum(x * x, axis=-2)[..., None, :]
+        def pair_entries(x, mp, mq):  # the 2 x 2 blocks of the Gram matrix x^H x
+            norms = fnp.sum(_abs2(x), axis=-2)[..., None, :]
             xq = _mm(x, mq)
             return (_mm(norms, mp)[..., 0, :], _mm(norms, mq)[..., 0, :],
-                    fnp.sum(_mm(x, mp) * xq, axis=-2))
+                    fnp.sum(_conj(_mm(x, mp)) * xq, axis=-2))
 
         def converged(x):
-            gram = _mm(_mT(x), x)
-            d = fnp.sqrt(_diagonal(gram))
+            gram = _mm(_mH(x), x)
+            if complex_input:  # compare squares: |gram| compiles as a careful hypot
+                d2 = matrix_diagonal(_real(gram))
+                scale2 = d2[..., :, None] * d2[..., None, :]
+                cos2 = _abs2(gram) / fnp.where(scale2 > 0, scale2, 1)
+                return fnp.all(fnp.where(off_mask, cos2, 0) <= tol * tol)
+            d = fnp.sqrt(matrix_diagonal(gram))
             scale = d[..., :, None] * d[..., None, :]
             cos = fnp.abs(gram) / fnp.where(scale > 0, scale, 1)
             return fnp.all(fnp.where(off_mask, cos, 0) <= tol)
 
         x, v = _jacobi_sweeps(x, v, pair_entries, _mm, converged)
-    s = fnp.sqrt(fnp.sum(x * x, axis=-2))
+    s = fnp.sqrt(fnp.sum(_abs2(x), axis=-2))
     order = fnp.argsort(-s, axis=-1)
     s = fnp.take_along_axis(s, order, axis=-1)
     if not compute_uv:
         return s, None, None, None
     x = fnp.take_along_axis(x, fnp.broadcast_to(order[..., None, :], x.shape), axis=-1)
     v = fnp.take_along_axis(v, fnp.broadcast_to(order[..., None, :], v.shape), axis=-1)
-    q, r = _householder_qr(x)
-    u = q[..., :, :n] * fnp.where(_diagonal(r) < 0, -1, 1).astype(a.dtype)[..., None, :]
+    if complex_input:
+        phases = _canonical_signs(v if phase_from_v else x, -2)
+        x, v = x * phases, v * phases
+    q, r = _householder_qr(x)  # R is diagonal, with real entries +-s (LAPACK's convention)
+    u = q[..., :, :n]
+    u = u * fnp.where(matrix_diagonal(_real(r)) < 0, -1, 1).astype(a.dtype)[..., None, :]
     return s, u, v, (q[..., :, n:] if m > n else None)
 
 

@@ -483,8 +483,12 @@ def full_like(x, value):
 def _lower_broadcast(ctx, args, in_avals, out_avals, *, shape, broadcast_dimensions):
     attrs = {"broadcast_dimensions": ctx.i64_array(broadcast_dimensions)}
     if in_avals[0].dtype == np.complex128:
+        # of a constant, the parts go through a barrier: IREE 3.13 folds them back into a
+        # complex128 splat otherwise, and inside a loop that splat failed to compile
+        # ("'stream.async.dispatch' op ... expected to be in an execution region")
+        constant = getattr(getattr(args[0], "owner", None), "name", None) == "stablehlo.constant"
         return _on_complex_parts(ctx, "stablehlo.broadcast_in_dim", args, in_avals,
-                                 out_avals[0], attrs)
+                                 out_avals[0], attrs, barrier=constant)
     return ctx.op("stablehlo.broadcast_in_dim", args, out_avals, attrs)
 
 
@@ -503,7 +507,7 @@ def _lower_slice(ctx, args, in_avals, out_avals, *, start_indices, limit_indices
         "limit_indices": ctx.i64_array(limit_indices), "strides": ctx.i64_array(strides)})
 
 
-def _on_complex_parts(ctx, op_name, args, in_avals, out_aval, attrs):
+def _on_complex_parts(ctx, op_name, args, in_avals, out_aval, attrs, barrier=False):
     """``op_name`` applied to the real and the imaginary parts of complex operands, then
     recombined: for the data-movement ops IREE 3.13 cannot compile on complex values
     (a pad crashes iree-compile; a broadcast complex128 becomes an i128 splat)."""
@@ -513,6 +517,11 @@ def _on_complex_parts(ctx, op_name, args, in_avals, out_aval, attrs):
         inputs = [ctx.op1(part_op, [a], ShapedArray(av.shape, real))
                   for a, av in zip(args, in_avals, strict=True)]
         parts.append(ctx.op1(op_name, inputs, ShapedArray(out_aval.shape, real), attrs))
+    if barrier:
+        from funcgrad.lowering import rules
+
+        return rules.to_complex(ctx, parts, [ShapedArray(out_aval.shape, real)] * 2,
+                                [out_aval.strip_weak()])
     return [ctx.op1("stablehlo.complex", parts, out_aval.strip_weak())]
 
 
