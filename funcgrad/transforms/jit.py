@@ -40,13 +40,27 @@ jit_p.takes_tensors = True
 # functions with an operation heavier than this run on all cores (local-task); below it the
 # thread wake-up of local-task costs more than it saves (DESIGN.md: 8-28 us vs 1.7 us)
 _PARALLEL_WORK = 2_000_000
+
+
+def _has_avx512() -> bool:
+    try:
+        with open("/proc/cpuinfo") as f:
+            return any(line.startswith("flags") and " avx512f" in line for line in f)
+    except OSError:
+        return False
+
+
 # programs with a matmul of at least this many multiply-adds are compiled with data tiling
 # (operands packed into the microkernel's tile layout); below it the packs cost more than
-# the faster kernel saves.  Measured (one matmul, ratio of times without/with): 1024^3
-# 1.41, 1024x1024x512 1.32, 2048x128x2048 1.15 (each 2^29 or more); 768^3 1.00, 512^3 0.95,
-# 128x784x512 0.94, 2048x256x512 0.60, 2048x2048x64 0.57; the MLP step of the benchmarks
-# (largest 128x784x512) 2.5 -> 2.2 ms without
-_DATA_TILING_WORK = 1 << 29
+# the faster kernel saves.  Where that lies depends on the vector width.  Measured (one
+# matmul, ratio of times without/with):
+# - AVX-512: 1024^3 1.41, 1024x1024x512 1.32, 2048x128x2048 1.15 (each 2^29 or more); 768^3
+#   1.00, 512^3 0.95, 128x784x512 0.94, 2048x256x512 0.60, 2048x2048x64 0.57; the MLP step
+#   of the benchmarks (largest 128x784x512) 2.5 -> 2.2 ms without
+# - AVX2 only (Zen 3): IREE's matmuls without data tiling are far slower: 1024^3 2.55,
+#   1024x1024x512 1.7, 768^3 1.5, 512^3 1.7, 128x784x512 1.2, 2048x256x512 ~1.0; the MLP
+#   step 7.0-7.6 -> 6.4-6.7 ms with it (iree-benchmark-module and paired runs)
+_DATA_TILING_WORK = 1 << 29 if _has_avx512() else 1 << 25
 
 
 class DonatedBufferError(RuntimeError):

@@ -138,10 +138,11 @@ def test_programs_that_failed_data_tiling_compile_at_the_first_try(tmp_path, mon
 
 
 def test_only_programs_with_a_large_matmul_get_data_tiling(tmp_path, monkeypatch):
-    # packing operands for the microkernels pays off for a 1024^3 GEMM, not for the 128-row
-    # matmuls of a training step; elementwise programs never need it
+    # packing operands for the microkernels pays off for a 1024x1024x512 GEMM, not for a
+    # 64x512x512 matmul (the boundary between them depends on the CPU's vector width:
+    # jit._DATA_TILING_WORK); elementwise programs never need it
     calls = _logging_compiler(tmp_path, monkeypatch)
-    fg.jit(lambda a, b: a @ b)(fg.ones((128, 784)), fg.ones((784, 512))).block_until_ready()
+    fg.jit(lambda a, b: a @ b)(fg.ones((64, 512)), fg.ones((512, 512))).block_until_ready()
     fg.jit(lambda a: fnp.exp(a) * 2.0)(fg.ones((2048, 2048))).block_until_ready()
     fg.jit(lambda a, b: a @ b)(fg.ones((1024, 1024)), fg.ones((1024, 512))).block_until_ready()
     small, elementwise, large = calls.read_text().splitlines()
