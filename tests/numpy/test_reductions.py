@@ -288,19 +288,26 @@ def test_var_and_std_with_ddof_at_least_the_count_are_inf_or_nan_as_numpy():
         fnp.std(fg.tensor([1.0, 2.0]), ddof=1, correction=1)
 
 
-@pytest.mark.parametrize("name,kwargs", [
+_WHERE_REDUCTIONS = [
     ("sum", {}), ("prod", {}), ("mean", {}), ("var", {}), ("std", {"ddof": 1}),
-    ("max", {"initial": -1.0}), ("min", {"initial": 100.0}), ("all", {}), ("any", {})])
-@pytest.mark.parametrize("axis", [None, 0, 1])
-def test_reductions_with_where_match_numpy(name, kwargs, axis):
+    ("max", {"initial": -1.0}), ("min", {"initial": 100.0}), ("all", {}), ("any", {})]
+
+
+def test_reductions_with_where_match_numpy_eager_and_jitted():
     x = np.arange(12.0).reshape(3, 4)
     mask = x % 3 != 0
-    want = getattr(np, name)(x, axis=axis, where=mask, **kwargs)
-    fn = getattr(fnp, name)
-    for run in (lambda f: f, fg.jit):
-        got = run(lambda t, m: fn(t, axis=axis, where=m, **kwargs))(fg.tensor(x),
-                                                                    fg.tensor(mask))
-        np.testing.assert_allclose(got.numpy(), want, rtol=1e-12)
+    cases = [(name, kwargs, axis) for name, kwargs in _WHERE_REDUCTIONS for axis in (None, 0, 1)]
+
+    def every_case(t, m):  # one program for all 27 cases: one compile
+        return [getattr(fnp, name)(t, axis=axis, where=m, **kwargs)
+                for name, kwargs, axis in cases]
+
+    for results in (every_case(fg.tensor(x), fg.tensor(mask)),
+                    fg.jit(every_case)(fg.tensor(x), fg.tensor(mask))):
+        for (name, kwargs, axis), got in zip(cases, results, strict=True):
+            want = getattr(np, name)(x, axis=axis, where=mask, **kwargs)
+            np.testing.assert_allclose(got.numpy(), want, rtol=1e-12,
+                                       err_msg=f"{name} axis={axis}")
 
 
 def test_where_mask_broadcasts_and_max_needs_initial():
