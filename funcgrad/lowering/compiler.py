@@ -9,6 +9,7 @@ rename); a corrupt entry is ignored and rebuilt.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 import os
@@ -47,15 +48,28 @@ class CompileError(RuntimeError):
     """IREE rejected a module; carries the compiler's diagnostics."""
 
 
-def _cpu_model() -> str:
+@functools.cache
+def _cpuinfo_field(name: str) -> str | None:
+    """The value of the first ``name : value`` line of /proc/cpuinfo, or None."""
     try:
         with open("/proc/cpuinfo") as f:
             for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
+                key, _, value = line.partition(":")
+                if key.strip() == name:
+                    return value.strip()
     except OSError:
         pass
-    return platform.processor() or platform.machine()
+    return None
+
+
+def _cpu_model() -> str:
+    return _cpuinfo_field("model name") or platform.processor() or platform.machine()
+
+
+def cpu_has_avx512() -> bool:
+    """Whether the host CPU has AVX-512 (its vector width decides where data tiling pays
+    off: funcgrad.transforms.jit)."""
+    return "avx512f" in (_cpuinfo_field("flags") or "").split()
 
 
 def cache_dir() -> str:
@@ -88,7 +102,7 @@ class _SessionHolder:
 
 
 # Programs without a large matmul lose more to data tiling's operand packs than its kernels
-# gain (funcgrad.transforms.jit._DATA_TILING_WORK); an RNN scan of 1000 steps took 2.21 ms
+# gain (funcgrad.transforms.jit._data_tiling_work); an RNN scan of 1000 steps took 2.21 ms
 # with it, 1.71 ms without (iree-benchmark-module).
 CPU_PLAIN_FLAGS = tuple(f for f in CPU_FLAGS if f not in (
     "--iree-opt-data-tiling=true", "--iree-llvmcpu-enable-ukernels=all")) + (

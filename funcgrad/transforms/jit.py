@@ -42,25 +42,21 @@ jit_p.takes_tensors = True
 _PARALLEL_WORK = 2_000_000
 
 
-def _has_avx512() -> bool:
-    try:
-        with open("/proc/cpuinfo") as f:
-            return any(line.startswith("flags") and " avx512f" in line for line in f)
-    except OSError:
-        return False
-
-
-# programs with a matmul of at least this many multiply-adds are compiled with data tiling
-# (operands packed into the microkernel's tile layout); below it the packs cost more than
-# the faster kernel saves.  Where that lies depends on the vector width.  Measured (one
-# matmul, ratio of times without/with):
+# programs with a matmul of at least _data_tiling_work() multiply-adds are compiled with
+# data tiling (operands packed into the microkernel's tile layout); below it the packs cost
+# more than the faster kernel saves.  Where that lies depends on the vector width.
+# Measured (one matmul, ratio of times without/with):
 # - AVX-512: 1024^3 1.41, 1024x1024x512 1.32, 2048x128x2048 1.15 (each 2^29 or more); 768^3
 #   1.00, 512^3 0.95, 128x784x512 0.94, 2048x256x512 0.60, 2048x2048x64 0.57; the MLP step
 #   of the benchmarks (largest 128x784x512) 2.5 -> 2.2 ms without
 # - AVX2 only (Zen 3): IREE's matmuls without data tiling are far slower: 1024^3 2.55,
 #   1024x1024x512 1.7, 768^3 1.5, 512^3 1.7, 128x784x512 1.2, 2048x256x512 ~1.0; the MLP
 #   step 7.0-7.6 -> 6.4-6.7 ms with it (iree-benchmark-module and paired runs)
-_DATA_TILING_WORK = 1 << 29 if _has_avx512() else 1 << 25
+@functools.cache
+def _data_tiling_work() -> int:
+    from funcgrad.lowering import compiler
+
+    return 1 << 29 if compiler.cpu_has_avx512() else 1 << 25
 
 
 class DonatedBufferError(RuntimeError):
@@ -110,7 +106,7 @@ def _cpu_plan(program: IR) -> tuple[str, str]:
     """The compiler session and run-time driver for ``program`` on the CPU: data tiling
     only with a matmul big enough to repay packing its operands, all cores only with an
     operation big enough to repay waking them."""
-    tiled = _largest_step(program, dots_only=True) >= _DATA_TILING_WORK
+    tiled = _largest_step(program, dots_only=True) >= _data_tiling_work()
     heavy = _largest_step(program) > _PARALLEL_WORK
     if not heavy:
         return "cpu-plain", "local-sync"

@@ -106,7 +106,7 @@ def test_programs_that_failed_data_tiling_compile_at_the_first_try(tmp_path, mon
 
     from funcgrad.transforms import jit as jit_module
 
-    monkeypatch.setattr(jit_module, "_DATA_TILING_WORK", 0)
+    monkeypatch.setattr(jit_module, "_data_tiling_work", lambda: 0)
     calls = _logging_compiler(tmp_path, monkeypatch)
     rng = np.random.default_rng(0)
     if program == "hessian":
@@ -140,7 +140,7 @@ def test_programs_that_failed_data_tiling_compile_at_the_first_try(tmp_path, mon
 def test_only_programs_with_a_large_matmul_get_data_tiling(tmp_path, monkeypatch):
     # packing operands for the microkernels pays off for a 1024x1024x512 GEMM, not for a
     # 64x512x512 matmul (the boundary between them depends on the CPU's vector width:
-    # jit._DATA_TILING_WORK); elementwise programs never need it
+    # jit._data_tiling_work); elementwise programs never need it
     calls = _logging_compiler(tmp_path, monkeypatch)
     fg.jit(lambda a, b: a @ b)(fg.ones((64, 512)), fg.ones((512, 512))).block_until_ready()
     fg.jit(lambda a: fnp.exp(a) * 2.0)(fg.ones((2048, 2048))).block_until_ready()
