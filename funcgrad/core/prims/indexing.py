@@ -196,14 +196,11 @@ def _product_of_colliding_others(indices, updates):
     """For each update, the product of the *other* updates written to the same position
     (1 where none): exact with zero updates.  Indices known to be unique skip the O(n^2)
     pairwise comparison."""
-    from funcgrad.core.tensor import Tensor
-
     batch = indices.shape[:-1]
     n = int(np.prod(batch, dtype=np.int64))
-    if type(indices) is Tensor:
-        flat = indices._host().reshape(n, -1)
-        if len({tuple(row) for row in flat.tolist()}) == n:
-            return full(updates.shape, 1, updates.dtype)
+    rows = _concrete_rows(indices)
+    if rows is not None and _distinct(rows):
+        return full(updates.shape, 1, updates.dtype)
     from funcgrad.core.prims.reductions import reduce_and, reduce_prod
 
     rest = updates.shape[len(batch):]
@@ -246,21 +243,34 @@ def _scatter_transpose(ct, operand, indices, updates, *, axes, mode):
     return [ct_op, None, ct_up]
 
 
+def _concrete_rows(indices):
+    """The index rows (shape (n, k)) of concrete ``indices`` on the host; None when traced."""
+    from funcgrad.core.tensor import Tensor
+
+    if type(indices) is not Tensor:
+        return None
+    return indices._host().reshape(-1, indices.shape[-1])
+
+
+def _distinct(rows) -> bool:
+    """Whether no two index rows are equal (no two updates land on one position)."""
+    return len({tuple(row) for row in rows.tolist()}) == len(rows)
+
+
 def _landed_updates(indices, axes, shape, overwrite: bool):
     """Which updates reach the result (bool, shape ``indices.shape[:-1]``), or None when
     all do: dropped (out-of-range) ones do not, and with ``overwrite`` (mode set) of
     several updates to one position only the one written last, found as JAX does by
     scattering each update's number and reading back which number stayed."""
     from funcgrad.core.prims.reductions import reduce_and
-    from funcgrad.core.tensor import Tensor
 
     batch = indices.shape[:-1]
     n = int(np.prod(batch, dtype=np.int64))
     space = tuple(shape[a] for a in axes)
-    if type(indices) is Tensor:  # concrete: skip the mask when every update lands
-        flat = indices._host().reshape(n, -1)
-        in_range = ((flat >= 0) & (flat < np.array(space, np.int64))).all()
-        if in_range and (not overwrite or len({tuple(r) for r in flat.tolist()}) == n):
+    rows = _concrete_rows(indices)
+    if rows is not None:  # concrete: skip the mask when every update lands
+        in_range = ((rows >= 0) & (rows < np.array(space, np.int64))).all()
+        if in_range and (not overwrite or _distinct(rows)):
             return None
     if overwrite:
         ids = reshape(iota(dtypes.int32, (n,), 0), batch)
@@ -497,14 +507,14 @@ def _lower_scatter(ctx, args, in_avals, out_avals, *, axes, mode):
         (out,) = _padded_scatter(ctx, [target], index_arg, [update_arg], operand, indices,
                                  axes, _REAL_COMBINE[mode])
         return [out]
+    from funcgrad.lowering import rules
+
     if mode not in ("set", "add"):
-        return _complex_scatter_one_by_one(ctx, args, in_avals, out_avals, axes=axes,
-                                           mode=mode)
+        return rules.via(_scatter_one_by_one)(ctx, args, in_avals, out_avals, axes=axes,
+                                              mode=mode)
     # IREE 3.13 crashes compiling any scatter of complex numbers, and has no scatter of
     # several operands: scatter real arrays holding (real, imaginary) pairs along a last
     # axis of 2, so a repeated index writes both parts of the same update
-    from funcgrad.lowering import rules
-
     part = dtypes.real_dtype(operand.dtype)
     packed_operand = ShapedArray((*operand.shape, 2), part)
     (packed,) = _padded_scatter(ctx, [_pack_parts(ctx, target, operand)], index_arg,
@@ -562,12 +572,6 @@ def _scatter_one_by_one(operand, indices, updates, *, axes, mode):
         return scatter(x, index, combine(gather(x, index, axes), new), axes, "set")
 
     return fori_loop(0, n, step, operand)
-
-
-def _complex_scatter_one_by_one(ctx, args, in_avals, out_avals, *, axes, mode):
-    from funcgrad.lowering import rules
-
-    return rules.via(_scatter_one_by_one)(ctx, args, in_avals, out_avals, axes=axes, mode=mode)
 
 
 def _padded_scatter(ctx, targets, index_arg, update_args, operand, indices, axes, combine):
