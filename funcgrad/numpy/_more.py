@@ -27,6 +27,7 @@ from funcgrad.numpy._scalar_types import SCALAR_TYPES
 from funcgrad.numpy._signal import _static_int, bincount, histogram_bin_edges
 from funcgrad.numpy._util import (
     asarray,
+    axis_or_flattened,
     broadcast_shapes,
     broadcast_to,
     is_concrete,
@@ -401,9 +402,7 @@ def packbits(a, axis=None, bitorder: str = "big"):
     if not (dtypes.is_integer(a.dtype) or a.dtype == dtypes.bool_):
         raise TypeError(f"packbits: a must be integers or booleans, got {a.dtype.name}")
     shifts = _bit_order("packbits", bitorder)
-    if axis is None:
-        a, axis = shp.ravel(a), 0
-    axis = normalize_axis("packbits", axis, a.ndim)
+    a, axis = axis_or_flattened("packbits", a, axis)
     bits = shp.moveaxis(elt.not_equal(a, 0).astype(dtypes.uint8), axis, -1)
     length = bits.shape[-1]
     if length % 8:
@@ -427,9 +426,7 @@ def unpackbits(a, axis=None, count=None, bitorder: str = "big"):
     if a.dtype != dtypes.uint8:
         raise TypeError(f"unpackbits: a must be uint8, got {a.dtype.name}")
     shifts = _bit_order("unpackbits", bitorder)
-    if axis is None:
-        a, axis = shp.ravel(a), 0
-    axis = normalize_axis("unpackbits", axis, a.ndim)
+    a, axis = axis_or_flattened("unpackbits", a, axis)
     moved = shp.moveaxis(a, axis, -1)
     bits = elt.bitwise_and(elt.right_shift(moved[..., None], asarray(shifts)), np.uint8(1))
     bits = shp.reshape(bits, moved.shape[:-1] + (moved.shape[-1] * 8,))

@@ -32,6 +32,7 @@ from funcgrad.numpy._signal import _static_int
 from funcgrad.numpy._statistics import _METHODS, interpolate
 from funcgrad.numpy._util import (
     asarray,
+    axis_or_flattened,
     broadcast_to,
     is_concrete,
     normalize_axes,
@@ -428,9 +429,7 @@ def compress(condition, a, axis=None, *, size=None, fill_value=0, out=None):
     if condition.ndim != 1:
         raise ValueError(f"compress: condition must be 1-d, got shape {condition.shape}")
     condition = elt.not_equal(condition, 0) if condition.dtype != dtypes.bool_ else condition
-    if axis is None:
-        a, axis = shp.ravel(a), 0
-    axis = normalize_axis("compress", axis, a.ndim)
+    a, axis = axis_or_flattened("compress", a, axis)
     moved = shp.moveaxis(a, axis, 0)
     length = moved.shape[0]
     condition, extra = condition[:length], condition[length:]
@@ -489,9 +488,7 @@ def delete(arr, obj, axis=None, *, assume_unique_indices: bool = False):
     tensor([20, 40], dtype=int32)
     """
     a = asarray(arr)
-    if axis is None:
-        a, axis = shp.ravel(a), 0
-    axis = normalize_axis("delete", axis, a.ndim)
+    a, axis = axis_or_flattened("delete", a, axis)
     length = a.shape[axis]
     if isinstance(obj, slice):
         obj = np.arange(length)[obj]
@@ -547,9 +544,7 @@ def insert(arr, obj, values, axis=None):
     tensor([1, 8, 9, 2, 3], dtype=int32)
     """
     a = asarray(arr)
-    if axis is None:
-        a, axis = shp.ravel(a), 0
-    axis = normalize_axis("insert", axis, a.ndim)
+    a, axis = axis_or_flattened("insert", a, axis)
     length = a.shape[axis]
     if isinstance(obj, slice):
         indices = asarray(np.arange(*obj.indices(length), dtype=np.int32))

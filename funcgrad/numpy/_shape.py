@@ -13,6 +13,7 @@ from funcgrad.core.prims import structural as st
 from funcgrad.core.tensor import Tensor
 from funcgrad.numpy._util import (
     asarray,
+    axis_or_flattened,
     broadcast_shapes,
     normalize_axes,
     normalize_axis,
@@ -387,9 +388,7 @@ def repeat(x, repeats, axis=None, *, total_repeat_length=None):
     tensor([1, 1, 3, 3], dtype=int32)
     """
     x = asarray(x)
-    if axis is None:
-        x, axis = ravel(x), 0
-    axis = normalize_axis("repeat", axis, x.ndim)
+    x, axis = axis_or_flattened("repeat", x, axis)
     if total_repeat_length is not None:
         return _repeat_to_length(x, repeats, axis, total_repeat_length)
     if isinstance(repeats, Tracer):

@@ -152,6 +152,16 @@ def normalize_axis(name: str, axis: int, ndim: int) -> int:
     return int(axis) % max(ndim, 1)
 
 
+def axis_or_flattened(name: str, x: Tensor, axis) -> tuple:
+    """``(x, axis)`` with ``axis`` normalized, or ``(x flattened, 0)`` for ``axis=None``
+    (NumPy's convention for functions along one axis)."""
+    from funcgrad.core.prims.structural import reshape
+
+    if axis is None:
+        return reshape(x, (x.size,)), 0
+    return x, normalize_axis(name, axis, x.ndim)
+
+
 def normalize_axes(name: str, axis, ndim: int) -> tuple:
     """``axis`` (None, int or tuple) as a sorted tuple of non-negative axes."""
     if axis is None:
