@@ -207,7 +207,7 @@ def _lu_sign_and_diagonal(a, factors=None):
     """The permutation's sign and U's diagonal, from ``factors = lu(a)`` (computed when
     not given)."""
     lu, pivots, _ = lax_linalg.lu(a) if factors is None else factors
-    diag = lax_linalg.matrix_diagonal(lu)
+    diag = _shape.diagonal(lu, 0, -2, -1)
     swaps = _reductions.sum(pivots != _creation.arange(a.shape[-1], dtype=pivots.dtype),
                             axis=-1)
     parity = 1 - 2 * (swaps % 2)

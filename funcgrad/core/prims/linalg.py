@@ -126,7 +126,7 @@ def _eye(n, dtype):
     return eye(n, dtype=dtype)
 
 
-def matrix_diagonal(x):
+def _diagonal(x):
     """The diagonals of the matrices in ``x`` (its last two axes)."""
     from funcgrad.numpy._shape import diagonal
 
@@ -545,7 +545,7 @@ def _svd_jvp(primals, tangents, *, full_matrices, compute_uv):
     complex_input = dtypes.is_complex(a.dtype)
     v = _mH(vh)
     ds_mat = _mm(_mm(_mH(u), g), v)
-    ds = matrix_diagonal(_real(ds_mat))
+    ds = _diagonal(_real(ds_mat))
     if not compute_uv:
         return outs, [ds]
     k = s.shape[-1]
@@ -615,7 +615,7 @@ def _eigh_jvp(primals, tangents):
     dv = _mm(v, f * vh_g_v)
     if dtypes.is_complex(a.dtype):
         dv = dv + v * _canonical_phase_drift(v, dv)
-    return [w, v], [matrix_diagonal(_real(vh_g_v)), dv]
+    return [w, v], [_diagonal(_real(vh_g_v)), dv]
 
 
 _declare(eigh_p, _eigh_impl, _eigh_rule, _eigh_jvp)
@@ -961,7 +961,7 @@ def _eigh_lowered(a):
         off_mask = ~fnp.eye(n, dtype=bool)
 
         def pair_entries(x, mp, mq):
-            diagonal = matrix_diagonal(_real(x))
+            diagonal = _diagonal(_real(x))
             app = _mm(diagonal[..., None, :], mp)[..., 0, :]
             aqq = _mm(diagonal[..., None, :], mq)[..., 0, :]
             columns = _mm(x, mq)
@@ -976,7 +976,7 @@ def _eigh_lowered(a):
 
         x, v = _jacobi_sweeps(x, v, pair_entries, lambda x, j: _mm(_mm(_mH(j), x), j),
                               converged)
-    w = matrix_diagonal(_real(x))
+    w = _diagonal(_real(x))
     order = fnp.argsort(w, axis=-1)
     w = fnp.take_along_axis(w, order, axis=-1)
     v = fnp.take_along_axis(v, fnp.broadcast_to(order[..., None, :], v.shape), axis=-1)
@@ -1028,11 +1028,11 @@ def _svd_tall(a, compute_uv, phase_from_v):
         def converged(x):
             gram = _mm(_mH(x), x)
             if complex_input:  # compare squares: |gram| compiles as a careful hypot
-                d2 = matrix_diagonal(_real(gram))
+                d2 = _diagonal(_real(gram))
                 scale2 = d2[..., :, None] * d2[..., None, :]
                 cos2 = _abs2(gram) / fnp.where(scale2 > 0, scale2, 1)
                 return fnp.all(fnp.where(off_mask, cos2, 0) <= tol * tol)
-            d = fnp.sqrt(matrix_diagonal(gram))
+            d = fnp.sqrt(_diagonal(gram))
             scale = d[..., :, None] * d[..., None, :]
             cos = fnp.abs(gram) / fnp.where(scale > 0, scale, 1)
             return fnp.all(fnp.where(off_mask, cos, 0) <= tol)
@@ -1050,7 +1050,7 @@ def _svd_tall(a, compute_uv, phase_from_v):
         x, v = x * phases, v * phases
     q, r = _householder_qr(x)  # R is diagonal, with real entries +-s (LAPACK's convention)
     u = q[..., :, :n]
-    u = u * fnp.where(matrix_diagonal(_real(r)) < 0, -1, 1).astype(a.dtype)[..., None, :]
+    u = u * fnp.where(_diagonal(_real(r)) < 0, -1, 1).astype(a.dtype)[..., None, :]
     return s, u, v, (q[..., :, n:] if m > n else None)
 
 
