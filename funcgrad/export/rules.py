@@ -809,7 +809,11 @@ def _scatter(ctx, args, in_avals, out_avals, *, axes, mode):
 
 
 def _declare_indexing():
+    from funcgrad.core.prims import indexing
+
     registry["gather"].onnx = _gather
+    registry["dynamic_slice"].onnx = via(indexing.dynamic_slice_by_gather)
+    registry["dynamic_update_slice"].onnx = via(indexing.dynamic_update_slice_by_scatter)
     types = _NUMERIC + (np.dtype(np.bool_),)
     modular = _in_dtype(types, _scatter, modular=True)
     ordered = _in_dtype(types, _scatter, ordered=True)

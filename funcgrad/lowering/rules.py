@@ -152,6 +152,91 @@ def fusion_barrier(ctx, values, avals):
     return ctx.op("stablehlo.optimization_barrier", values, avals)
 
 
+# IREE 3.13 writes an in-place update (dynamic_update_slice, a loop carrying one) into the
+# buffer of a function argument, which is the caller's memory (IREE issue 16168): a jit call
+# changed its input tensor, or failed with "buffer does not support ... DISCARD_WRITE".
+# Such values are copied first; these ops pass their operand's buffer through unchanged.
+_VIEW_OPS = frozenset({"stablehlo.reshape", "stablehlo.optimization_barrier",
+                       "stablehlo.bitcast_convert"})
+
+
+def may_alias_argument(ctx, value, depth: int = 32) -> bool:
+    """Whether the MLIR ``value`` may be (a view of) a function argument's buffer.  The
+    block arguments of a ``stablehlo.while`` do not count: a loop updating its carry in
+    place starts from fresh copies (control_flow's while lowering)."""
+    if depth == 0:
+        return True
+    value = value.maybe_downcast()
+    if isinstance(value, ctx.ir.BlockArgument):
+        return value.owner.owner.name != "stablehlo.while"
+    op = value.owner
+    if op.name in _VIEW_OPS or op.name == "stablehlo.while":
+        index = value.result_number if len(op.operands) == len(op.results) else 0
+        return may_alias_argument(ctx, op.operands[index], depth - 1)
+    return op.name in ("stablehlo.if", "stablehlo.case", "func.call")
+
+
+def updated_in_place(ctx, block) -> set:
+    """The numbers of ``block``'s arguments (a loop body's carry) that a
+    dynamic_update_slice in it may update in place (through views, also in nested regions),
+    or that a nested loop carries."""
+    found = set()
+
+    def visit(operations):
+        for operation in operations:
+            name = operation.name
+            targets = list(operation.operands) if name == "stablehlo.while" else \
+                [operation.operands[0]] if name == "stablehlo.dynamic_update_slice" else []
+            for value in targets:
+                k = _argument_behind(ctx, value, block)
+                if k is not None:
+                    found.add(k)
+            if name != "stablehlo.while":
+                for region in operation.regions:
+                    for inner in region.blocks:
+                        visit(inner.operations)
+
+    visit(block.operations)
+    return found
+
+
+def _argument_behind(ctx, value, block, depth: int = 32):
+    """The number of ``block``'s argument whose buffer ``value`` is (through views), or
+    None."""
+    value = value.maybe_downcast()
+    if isinstance(value, ctx.ir.BlockArgument):
+        return value.arg_number if value.owner == block else None
+    op = value.owner
+    if depth and op.name in _VIEW_OPS:
+        index = value.result_number if len(op.operands) == len(op.results) else 0
+        return _argument_behind(ctx, op.operands[index], block, depth - 1)
+    return None
+
+
+def fresh_copy(ctx, value, aval: ShapedArray):
+    """``value`` in a buffer of its own, made by a dispatch (padded by one element, then
+    sliced back): IREE elides a plain copy of a function argument (issue 16168).  Complex
+    values are rebuilt from their parts instead (IREE 3.13 crashes padding them)."""
+    if dtypes.is_complex(aval.dtype):
+        part = aval.update(dtype=dtypes.real_dtype(aval.dtype))
+        parts = [ctx.op1(f"stablehlo.{name}", [value], part) for name in ("real", "imag")]
+        return to_complex(ctx, parts, [part, part], [aval])[0]
+    shape = aval.shape or (1,)
+    x = ctx.op1("stablehlo.reshape", [value], aval.update(shape=shape)) if not aval.shape \
+        else value
+    padded = ctx.op1("stablehlo.pad", [x, ctx.constant(np.zeros((), aval.dtype))],
+                     aval.update(shape=(shape[0] + 1, *shape[1:])), {
+                         "edge_padding_low": ctx.i64_array([0] * len(shape)),
+                         "edge_padding_high": ctx.i64_array([1] + [0] * (len(shape) - 1)),
+                         "interior_padding": ctx.i64_array([0] * len(shape))})
+    # the barrier keeps IREE from folding the slice of the pad back into the argument
+    (padded,) = fusion_barrier(ctx, [padded], [aval.update(shape=(shape[0] + 1, *shape[1:]))])
+    copy = ctx.op1("stablehlo.slice", [padded], aval.update(shape=shape), {
+        "start_indices": ctx.i64_array([0] * len(shape)), "limit_indices": ctx.i64_array(shape),
+        "strides": ctx.i64_array([1] * len(shape))})
+    return copy if aval.shape else ctx.op1("stablehlo.reshape", [copy], aval)
+
+
 def to_complex(ctx, args, in_avals, out_avals, **params):
     """``stablehlo.complex`` of (real, imag) behind a fusion barrier (see above)."""
     return ctx.op("stablehlo.complex", fusion_barrier(ctx, args, in_avals), out_avals)

@@ -135,6 +135,8 @@ def getitem(x, index, fill=None, mode=None):
                             "on its value; use fnp.where(cond, x, y)")
         return getitem(st.reshape(x, (1, *x.shape)), slice(0, int(bool(index))))
     entries = _expand_entries(index, x.ndim)
+    if mode is None and fill is None:
+        x, entries = _scalar_indices_as_slices(x, entries)
     has_advanced = any(isinstance(e, _Advanced) for e in entries)
     if mode is not None:  # ints as 0-d arrays, so that their range is handled by mode too
         has_advanced = has_advanced or any(isinstance(e, int) for e in entries)
@@ -235,6 +237,35 @@ def getitem(x, index, fill=None, mode=None):
         final = [1 if item[0] == "new" else next(dims) for item in plan]
         return st.reshape(x, final)
     return x
+
+
+def _scalar_indices_as_slices(x, entries):
+    """Where every array index is a 0-d integer tensor, index with them as with ints:
+    concrete ones become ints, traced ones one ``dynamic_slice`` of size 1 along their axes
+    (cheaper than a gather, compiled or not, and its gradient an in-place update), as JAX
+    does.  Traced indices wrap when negative and are clamped into range, like the gather."""
+    advanced = [e for e in entries if isinstance(e, _Advanced)]
+    if not advanced or any(e.value.ndim or e.mask_shape is not None for e in advanced):
+        return x, entries
+    starts, sizes, new_entries, axis = [], list(x.shape), [], 0
+    for e in entries:
+        if e is None:
+            new_entries.append(e)
+            continue
+        start = 0
+        if isinstance(e, _Advanced):
+            if not _is_traced(e.value):
+                e = int(np.asarray(e.value))
+            else:
+                start = _normalized_indices(e.value, x.shape[axis], axis)
+                sizes[axis] = 1
+                e = 0
+        starts.append(start)
+        new_entries.append(e)
+        axis += 1
+    if any(n == 1 and not isinstance(s, int) for s, n in zip(starts, sizes, strict=True)):
+        x = ix.dynamic_slice(x, starts, sizes)
+    return x, new_entries
 
 
 def _adjacent_around_ellipsis(index) -> bool:
@@ -377,6 +408,10 @@ def _scattered_factors(x, index, values, method, mode):
 
 def _update(x, index, values, mode, index_mode=None):
     x = asarray(x)
+    if mode in ("set", "add") and index_mode is None:
+        updated = _update_window(x, index, values, mode)
+        if updated is not None:
+            return updated
     index_dtype = dtypes.int32 if x.size < 2**31 else dtypes.int64
     # traced out-of-range indices point past the end, so the scatter drops them (as JAX)
     positions = getitem(st.reshape(st.iota(index_dtype, (x.size,), 0), x.shape), index,
@@ -398,6 +433,50 @@ def _update(x, index, values, mode, index_mode=None):
     out = ix.scatter(flat, st.reshape(positions, (positions.size, 1)),
                      st.reshape(values, (positions.size,)), (0,), mode)
     return st.reshape(out, x.shape)
+
+
+def _update_window(x, index, values, mode):
+    """``x.at[index].set/add(values)`` as one ``dynamic_update_slice`` where ``index`` is
+    ints, step-1 slices and at least one traced 0-d integer tensor (``x.at[i].set(v)`` in a
+    loop): in place when compiled, where a scatter copies the whole array.  A traced index
+    out of range leaves ``x`` as it is (JAX drops such updates).  None otherwise."""
+    entries = _expand_entries(index, x.ndim)
+    traced = [e for e in entries if isinstance(e, _Advanced) and _is_traced(e.value)]
+    if not traced or any(e is None or (isinstance(e, _Advanced) and (
+            e.value.ndim or e.mask_shape is not None or not _is_traced(e.value)))
+            or (isinstance(e, slice) and e.indices(x.shape[a])[2] != 1)
+            for a, e in enumerate(entries)):
+        return None
+    starts, window, indexed, in_range = [], [], [], None
+    for axis, (e, size) in enumerate(zip(entries, x.shape, strict=True)):
+        if isinstance(e, slice):
+            start, stop, _ = e.indices(size)
+            starts.append(start), window.append(max(stop - start, 0))
+            indexed.append(window[-1])
+        elif isinstance(e, int):
+            starts.append(_check_int(e, size, axis)), window.append(1)
+        else:
+            i = ew.convert_element_type(e.value, dtypes.int32)
+            inside = ew.and_p.bind(ew.ge(i, st.full((), -size, dtypes.int32)),
+                                   ew.lt(i, st.full((), size, dtypes.int32)))
+            in_range = inside if in_range is None else ew.and_p.bind(in_range, inside)
+            starts.append(_normalized_indices(i, size, axis)), window.append(1)
+    if 0 in window:
+        return None
+    values = asarray(values)
+    if values.dtype != x.dtype:
+        values = ew.convert_element_type(values, x.dtype)
+    try:
+        values = broadcast_to(values, tuple(indexed))
+    except ValueError:
+        raise ValueError(f"at[].{mode}: values of shape {values.shape} cannot be broadcast "
+                         f"to the indexed shape {tuple(indexed)}") from None
+    values = st.reshape(values, window)
+    old = ix.dynamic_slice(x, starts, window)
+    if mode == "add":
+        values = ew.add(old, values)
+    values = ew.select_n(broadcast_to(in_range, tuple(window)), old, values)
+    return ix.dynamic_update_slice(x, values, starts)
 
 
 # --- take, take_along_axis, sorting, nonzero ----------------------------------------------

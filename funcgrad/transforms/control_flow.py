@@ -1093,6 +1093,14 @@ def _while_loop_op(ctx, init, init_avals, cond_fn, body_fn, barrier: bool = Fals
         if barrier:
             values = ctx.op("stablehlo.optimization_barrier", values, init_avals)
         ctx.op("stablehlo.return", body_fn(values), [])
+    from funcgrad.lowering import rules
+
+    # IREE would update a carry that starts as a function argument in the caller's buffer
+    # (rules.may_alias_argument): such a carry starts from a copy
+    with ctx.ir.InsertionPoint(op):
+        for k in sorted(rules.updated_in_place(ctx, body_block)):
+            if rules.may_alias_argument(ctx, init[k]):
+                op.operands[k] = rules.fresh_copy(ctx, init[k], init_avals[k])
     return list(op.results)
 
 

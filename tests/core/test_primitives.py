@@ -53,7 +53,7 @@ def test_every_primitive_has_its_rules(name):
 _LINEAR = {"add", "sub", "neg", "mul", "div", "real", "imag", "conj", "complex",
            "convert_element_type", "select_n", "broadcast_in_dim", "reshape", "transpose",
            "slice", "pad", "concatenate", "rev", "reduce_sum", "cumsum", "dot_general",
-           "gather", "scatter"}
+           "gather", "scatter", "dynamic_slice", "dynamic_update_slice"}
 
 
 @pytest.mark.parametrize("name", sorted(_LINEAR))
@@ -117,6 +117,10 @@ def _samples():
          {"axes": (0,), "mode": "add"}),
         ("scatter", (I32, np.array([[2], [0]], np.int32), I32[:, :2]),
          {"axes": (1,), "mode": "set"}),
+        ("dynamic_slice", (F32, np.int32(1), np.int32(-4)), {"slice_sizes": (1, 2)}),
+        ("dynamic_slice", (I32, np.int64(9), np.uint8(1)), {"slice_sizes": (2, 0)}),
+        ("dynamic_update_slice", (F32, F32[:1, 1:], np.int32(5), np.int32(0)), {}),
+        ("dynamic_update_slice", (B, B[:, :1], np.int16(0), np.int32(2)), {}),
         ("sort", (F32[::-1],), {"dimension": 1, "num_keys": 1}),
         ("sort", (I32, F32), {"dimension": 0, "num_keys": 1}),
         ("dot_general", (F32, F32.T.copy()), {"dimension_numbers": (((1,), (0,)), ((), ()))}),
@@ -191,6 +195,12 @@ def test_strong_numpy_constant_gives_strong_result():
     ("scatter", (F32, np.array([[0]], np.int32), F32), {"axes": (0,), "mode": "set"},
      ValueError),
     ("argmax", (np.zeros((0, 2), np.float32),), {"axis": 0, "index_dtype": np.dtype(np.int32)},
+     ValueError),
+    ("dynamic_slice", (F32, np.int32(0)), {"slice_sizes": (1, 1)}, ValueError),
+    ("dynamic_slice", (F32, np.float32(0), np.int32(0)), {"slice_sizes": (1, 1)}, TypeError),
+    ("dynamic_slice", (F32, np.int32(0), np.int32(0)), {"slice_sizes": (3, 1)}, ValueError),
+    ("dynamic_update_slice", (F32, F64[:1], np.int32(0), np.int32(0)), {}, TypeError),
+    ("dynamic_update_slice", (F32, F32[:, :1].ravel(), np.int32(0), np.int32(0)), {},
      ValueError),
 ])
 def test_shape_rules_reject_bad_operands(name, args, params, error):

@@ -312,6 +312,194 @@ def scatter(operand, indices, updates, axes, mode: str = "set"):
                           mode=mode)
 
 
+# --- dynamic slices ----------------------------------------------------------------------
+# A window of static size at traced start positions: x[i] in a loop, a row of a matrix.
+# A gather would do, but compiles as one (a dispatch of its own); these lower to
+# stablehlo.dynamic_slice / dynamic_update_slice, which IREE turns into views and in-place
+# copies.  Starts are clamped so the window fits, as XLA and the gather path do.
+
+dynamic_slice_p = Primitive("dynamic_slice", linear=True)
+dynamic_update_slice_p = Primitive("dynamic_update_slice", linear=True)
+
+
+def _check_count(name, x, starts):
+    if len(starts) != x.ndim:
+        raise ValueError(f"{name}: an operand of shape {x.shape} needs {x.ndim} start "
+                         f"indices, got {len(starts)}")
+
+
+def _check_starts(name, x, starts):
+    _check_count(name, x, starts)
+    for s in starts:
+        if s.ndim != 0 or s.dtype.kind not in "iu":
+            raise TypeError(f"{name}: start indices must be integer scalars, got "
+                            f"{s.dtype.name}{list(s.shape)}")
+
+
+def _check_window(name, shape, sizes):
+    if len(sizes) != len(shape) or any(not 0 <= n <= d for n, d in zip(sizes, shape,
+                                                                        strict=True)):
+        raise ValueError(f"{name}: a window of shape {tuple(sizes)} does not fit in an "
+                         f"operand of shape {tuple(shape)}")
+
+
+def _check_update_dtype(x, update):
+    if update.dtype != x.dtype:
+        raise TypeError(f"dynamic_update_slice: update dtype {update.dtype.name} differs "
+                        f"from operand dtype {x.dtype.name}; cast it with .astype")
+
+
+def _clamped(shape, starts, sizes):
+    return tuple(min(max(int(s), 0), d - n) for s, d, n in zip(starts, shape, sizes,
+                                                               strict=True))
+
+
+def _window(starts, sizes):
+    return tuple(slice(s, s + n) for s, n in zip(starts, sizes, strict=True))
+
+
+def _dynamic_slice_impl(x, *starts, slice_sizes):
+    return x[_window(_clamped(x.shape, starts, slice_sizes), slice_sizes)]
+
+
+def _dynamic_slice_rule(x, *starts, slice_sizes):
+    _check_starts("dynamic_slice", x, starts)
+    _check_window("dynamic_slice", x.shape, slice_sizes)
+    return ShapedArray(slice_sizes, x.dtype, x.weak_type)
+
+
+def _dynamic_slice_jvp(primals, tangents, *, slice_sizes):
+    x, *starts = primals
+    out = dynamic_slice(x, starts, slice_sizes)
+    return out, None if tangents[0] is None else dynamic_slice(tangents[0], starts,
+                                                                slice_sizes)
+
+
+def _dynamic_slice_transpose(ct, x, *starts, slice_sizes):
+    if any(is_undefined(s) for s in starts):
+        raise TypeError("dynamic_slice: start indices are not linear")
+    if ct is None:
+        return [None] * (1 + len(starts))
+    zeros = broadcast_in_dim(np.zeros((), ct.dtype), x.aval.shape, ())
+    return [dynamic_update_slice(zeros, ct, starts)] + [None] * len(starts)
+
+
+def _dynamic_slice_batch(axis_size, args, dims, *, slice_sizes):
+    x, *starts = args
+    x = _to_front_or_broadcast(x, dims[0], axis_size)
+    if all(d is None for d in dims[1:]):
+        return dynamic_slice(x, (0, *starts), (axis_size, *slice_sizes)), 0
+    # a window per batch element: a gather of each one's positions
+    return gather(x, _batched_windows(x.shape[1:], starts, dims[1:], slice_sizes,
+                                      axis_size), tuple(range(x.ndim))), 0
+
+
+def _dynamic_update_slice_impl(x, update, *starts):
+    out = x.copy()
+    out[_window(_clamped(x.shape, starts, update.shape), update.shape)] = update
+    return out
+
+
+def _dynamic_update_slice_rule(x, update, *starts):
+    _check_starts("dynamic_update_slice", x, starts)
+    _check_window("dynamic_update_slice", x.shape, update.shape)
+    _check_update_dtype(x, update)
+    return ShapedArray(x.shape, x.dtype, x.weak_type)
+
+
+def _dynamic_update_slice_jvp(primals, tangents, **params):
+    x, update, *starts = primals
+    out = dynamic_update_slice(x, update, starts)
+    gx, gu = tangents[:2]
+    if gx is None and gu is None:
+        return out, None
+    gx = zeros_like(x) if gx is None else gx
+    gu = zeros_like(update) if gu is None else gu
+    return out, dynamic_update_slice(gx, gu, starts)
+
+
+def _dynamic_update_slice_transpose(ct, x, update, *starts):
+    if any(is_undefined(s) for s in starts):
+        raise TypeError("dynamic_update_slice: start indices are not linear")
+    none = [None] * len(starts)
+    if ct is None:
+        return [None, None] + none
+    shape = updates_shape(update)
+    ct_x = ct_u = None
+    if is_undefined(x):
+        ct_x = dynamic_update_slice(ct, broadcast_in_dim(np.zeros((), ct.dtype), shape, ()),
+                                    starts)
+    if is_undefined(update):
+        ct_u = dynamic_slice(ct, starts, shape)
+    return [ct_x, ct_u] + none
+
+
+def _dynamic_update_slice_batch(axis_size, args, dims):
+    x, update, *starts = args
+    x = _to_front_or_broadcast(x, dims[0], axis_size)
+    update = _to_front_or_broadcast(update, dims[1], axis_size)
+    if all(d is None for d in dims[2:]):
+        return dynamic_update_slice(x, update, (0, *starts)), 0
+    indices = _batched_windows(x.shape[1:], starts, dims[2:], update.shape[1:], axis_size)
+    return scatter(x, indices, update, tuple(range(x.ndim)), "set"), 0
+
+
+def _batched_windows(shape, starts, dims, sizes, axis_size):
+    """The positions (batch position first) of each batch element's window of ``sizes``
+    in an operand of per-element ``shape``, its starts batched along ``dims`` (or shared):
+    int32 of shape ``(axis_size, *sizes, 1 + len(shape))``."""
+    columns = [iota(dtypes.int32, (axis_size, *sizes, 1), 0)]
+    for k, (s, d, size, n) in enumerate(zip(starts, dims, shape, sizes, strict=True)):
+        s = ew.convert_element_type(s, dtypes.int32)
+        s = s if d is None else moveaxis(s, d, 0)
+        s = ew.max(ew.min(s, full(s.shape, size - n, dtypes.int32)),
+                   full(s.shape, 0, dtypes.int32))
+        s = broadcast_in_dim(s, (axis_size, *sizes, 1), () if d is None else (0,))
+        position = reshape(iota(dtypes.int32, (axis_size, *sizes), k + 1),
+                           (axis_size, *sizes, 1))
+        columns.append(ew.add(position, s))
+    return concatenate(columns, len(sizes) + 1)
+
+
+dynamic_slice_p.impl = _dynamic_slice_impl
+dynamic_slice_p.abstract_eval = _dynamic_slice_rule
+dynamic_slice_p.jvp = _dynamic_slice_jvp
+dynamic_slice_p.transpose = _dynamic_slice_transpose
+dynamic_slice_p.batch = _dynamic_slice_batch
+dynamic_update_slice_p.impl = _dynamic_update_slice_impl
+dynamic_update_slice_p.abstract_eval = _dynamic_update_slice_rule
+dynamic_update_slice_p.jvp = _dynamic_update_slice_jvp
+dynamic_update_slice_p.transpose = _dynamic_update_slice_transpose
+dynamic_update_slice_p.batch = _dynamic_update_slice_batch
+
+
+def _start_tensors(start_indices):
+    return [_as_tensor(s) for s in start_indices]
+
+
+def dynamic_slice(x, start_indices, slice_sizes):
+    """``x[s0:s0+n0, s1:s1+n1, ...]`` for traced starts, clamped so the window fits.
+
+    >>> dynamic_slice(fnp.arange(5), (fnp.int32(3),), (2,))  # [3, 4]
+    """
+    sizes = tuple(int(s) for s in slice_sizes)
+    _check_count("dynamic_slice", x, start_indices)
+    _check_window("dynamic_slice", x.shape, sizes)
+    if x.ndim == 0:
+        return x
+    return dynamic_slice_p.bind(x, *_start_tensors(start_indices), slice_sizes=sizes)
+
+
+def dynamic_update_slice(x, update, start_indices):
+    """``x`` with ``update`` written at the traced ``start_indices`` (clamped to fit)."""
+    _check_count("dynamic_update_slice", x, start_indices)
+    _check_window("dynamic_update_slice", x.shape, update.shape)
+    _check_update_dtype(x, update)
+    if x.ndim == 0:
+        return update
+    return dynamic_update_slice_p.bind(x, update, *_start_tensors(start_indices))
+
+
 # --- compositions used across the library --------------------------------------------------
 
 
@@ -334,15 +522,14 @@ def take_along_axis(x, idx, axis: int):
     return gather(x, concatenate(cols, len(shape)), tuple(range(x.ndim)))
 
 
-def dynamic_slice(x, start_indices, slice_sizes):
-    """``x[s0:s0+n0, s1:s1+n1, ...]`` for traced starts (clamped so the slice fits)."""
-    sizes = tuple(int(s) for s in slice_sizes)
-    return gather(x, _window_indices(x.shape, start_indices, sizes), tuple(range(x.ndim)))
+def dynamic_slice_by_gather(x, *starts, slice_sizes):
+    """``dynamic_slice`` as a gather of the window's positions (its ONNX export)."""
+    return gather(x, _window_indices(x.shape, starts, slice_sizes), tuple(range(x.ndim)))
 
 
-def dynamic_update_slice(x, update, start_indices):
-    """``x`` with ``update`` written at the traced ``start_indices`` (clamped to fit)."""
-    indices = _window_indices(x.shape, start_indices, update.shape)
+def dynamic_update_slice_by_scatter(x, update, *starts):
+    """``dynamic_update_slice`` as a scatter to the window's positions (its ONNX export)."""
+    indices = _window_indices(x.shape, starts, update.shape)
     return scatter(x, indices, update, tuple(range(x.ndim)), "set")
 
 
@@ -614,5 +801,38 @@ _REAL_COMBINE = {"set": lambda ctx, aval, olds, news: news,
                  "min": _binary("stablehlo.minimum"), "max": _binary("stablehlo.maximum")}
 
 
+def _lowered_starts(ctx, args, avals, shape, sizes):
+    """The start indices as int32 scalars clamped so the window fits (StableHLO says
+    dynamic slices clamp, but the gather lowering found IREE reading out of bounds)."""
+    i32 = ShapedArray((), dtypes.int32)
+    starts = []
+    for arg, aval, d, n in zip(args, avals, shape, sizes, strict=True):
+        if aval.dtype != dtypes.int32:
+            arg = ctx.op1("stablehlo.convert", [arg], i32)
+        starts.append(ctx.op1("stablehlo.clamp", [ctx.constant(np.int32(0)), arg,
+                                                  ctx.constant(np.int32(d - n))], i32))
+    return starts
+
+
+def _lower_dynamic_slice(ctx, args, in_avals, out_avals, *, slice_sizes):
+    starts = _lowered_starts(ctx, args[1:], in_avals[1:], in_avals[0].shape, slice_sizes)
+    return [ctx.op1("stablehlo.dynamic_slice", [args[0], *starts], out_avals[0],
+                    {"slice_sizes": ctx.i64_array(slice_sizes)})]
+
+
+def _lower_dynamic_update_slice(ctx, args, in_avals, out_avals):
+    from funcgrad.lowering import rules
+
+    x, update = in_avals[:2]
+    operand = args[0]
+    if rules.may_alias_argument(ctx, operand):
+        operand = rules.fresh_copy(ctx, operand, x)
+    starts = _lowered_starts(ctx, args[2:], in_avals[2:], x.shape, update.shape)
+    return [ctx.op1("stablehlo.dynamic_update_slice", [operand, args[1], *starts],
+                    out_avals[0])]
+
+
 gather_p.lower = _lower_gather
 scatter_p.lower = _lower_scatter
+dynamic_slice_p.lower = _lower_dynamic_slice
+dynamic_update_slice_p.lower = _lower_dynamic_update_slice

@@ -1,0 +1,235 @@
+"""dynamic_slice and dynamic_update_slice: windows of static size at traced starts.
+
+Checked against NumPy slicing with XLA's clamping, eager and compiled, under grad and vmap
+(batched starts take the gather path), and for IREE's in-place updates, which must never
+write into the caller's input buffers."""
+
+import numpy as np
+import pytest
+
+import funcgrad as fg
+import funcgrad.numpy as fnp
+from funcgrad.core.prims.indexing import dynamic_slice, dynamic_update_slice
+from funcgrad.test_util import check_grads
+
+X = np.arange(30.0).reshape(5, 6)
+
+
+def _clamp(start, dim, size):
+    return min(max(start, 0), dim - size)
+
+
+def _slice_np(x, starts, sizes):
+    at = [_clamp(s, d, n) for s, d, n in zip(starts, x.shape, sizes, strict=True)]
+    return x[tuple(slice(a, a + n) for a, n in zip(at, sizes, strict=True))]
+
+
+def _update_np(x, update, starts):
+    out = x.copy()
+    at = [_clamp(s, d, n) for s, d, n in zip(starts, x.shape, update.shape, strict=True)]
+    out[tuple(slice(a, a + n) for a, n in zip(at, update.shape, strict=True))] = update
+    return out
+
+
+STARTS = [(0, 0), (2, 3), (4, 5), (-3, 1), (9, -1), (1, 100)]
+
+
+def test_eager_and_jit_clamp_as_xla_does():
+    update = -np.ones((2, 3))
+    sl = fg.jit(lambda x, i, j: dynamic_slice(x, (i, j), (2, 3)))
+    up = fg.jit(lambda x, u, i, j: dynamic_update_slice(x, u, (i, j)))
+    for i, j in STARTS:
+        want = _slice_np(X, (i, j), (2, 3))
+        np.testing.assert_array_equal(dynamic_slice(fnp.asarray(X), (i, j), (2, 3)), want)
+        np.testing.assert_array_equal(sl(fnp.asarray(X), i, j), want)
+        want = _update_np(X, update, (i, j))
+        np.testing.assert_array_equal(dynamic_update_slice(fnp.asarray(X), fnp.asarray(update),
+                                                           (i, j)), want)
+        np.testing.assert_array_equal(up(fnp.asarray(X), fnp.asarray(update), i, j), want)
+
+
+@pytest.mark.parametrize("dtype", ["int8", "bool", "float16", "complex64", "complex128"])
+def test_jit_other_dtypes(dtype):
+    x = (X % 3).astype(dtype)
+    update = np.ones((1, 6), dtype)
+
+    def f(x, u, i):
+        return dynamic_slice(x, (i, 0), (2, 6)), dynamic_update_slice(x, u, (i, 0))
+
+    got = fg.jit(f)(fnp.asarray(x), fnp.asarray(update), 3)
+    np.testing.assert_array_equal(got[0], x[3:5])
+    np.testing.assert_array_equal(got[1], _update_np(x, update, (3, 0)))
+
+
+def test_grads_match_finite_differences_and_the_transpose():
+    x, u = fnp.asarray(X / 10), fnp.asarray(np.linspace(-1, 1, 6).reshape(2, 3))
+
+    def f(x, u):
+        window = dynamic_slice(x, (1, 2), (3, 2))
+        updated = dynamic_update_slice(x, u * u, (3, 1))
+        return fnp.sum(window ** 2) + fnp.sum(fnp.sin(updated))
+
+    check_grads(f, (x, u), order=2)
+    gx, gu = fg.jit(fg.grad(f, argnums=(0, 1)))(x, u)
+    ex, eu = fg.grad(f, argnums=(0, 1))(x, u)
+    np.testing.assert_allclose(gx, ex, rtol=1e-12)
+    np.testing.assert_allclose(gu, eu, rtol=1e-12)
+    # the slice's transpose writes the cotangent at the (clamped) window, zeros elsewhere
+    g = fg.grad(lambda x: fnp.sum(dynamic_slice(x, (7, 0), (2, 2))))(x)
+    want = np.zeros_like(X)
+    want[3:5, 0:2] = 1
+    np.testing.assert_array_equal(g, want)
+    # the update's: the overwritten window gets no cotangent from x
+    g = fg.grad(lambda x: fnp.sum(dynamic_update_slice(x, fnp.zeros((2, 3), x.dtype), (0, 0))))(x)
+    want = np.ones_like(X)
+    want[:2, :3] = 0
+    np.testing.assert_array_equal(g, want)
+
+
+def test_vmap_with_batched_starts_operands_and_updates():
+    xs = np.stack([X, -X, X * 2])
+    starts = np.array([0, 4, 9], np.int32)
+    ups = np.arange(18.0).reshape(3, 2, 3)
+    sl = lambda x, i: dynamic_slice(x, (i, 1), (2, 3))  # noqa: E731
+    up = lambda x, u, i: dynamic_update_slice(x, u, (1, i))  # noqa: E731
+    for in_axes, args in [((0, 0), (xs, starts)), ((None, 0), (X, starts)),
+                          ((0, None), (xs, 2))]:
+        got = fg.vmap(sl, in_axes=in_axes)(*args)
+        got_jit = fg.jit(fg.vmap(sl, in_axes=in_axes))(*args)
+        for k in range(3):
+            x = xs[k] if in_axes[0] == 0 else X
+            i = starts[k] if in_axes[1] == 0 else 2
+            np.testing.assert_array_equal(got[k], _slice_np(x, (i, 1), (2, 3)))
+            np.testing.assert_array_equal(got_jit[k], _slice_np(x, (i, 1), (2, 3)))
+    for in_axes in [(0, 0, 0), (None, 0, 0), (0, None, 0), (None, None, 0), (0, 0, None)]:
+        args = [xs if in_axes[0] == 0 else X, ups if in_axes[1] == 0 else ups[0],
+                starts if in_axes[2] == 0 else 4]
+        got = fg.vmap(up, in_axes=in_axes)(*args)
+        got_jit = fg.jit(fg.vmap(up, in_axes=in_axes))(*args)
+        for k in range(3):
+            x, u, i = (a[k] if ax == 0 else a for a, ax in zip(args, in_axes, strict=True))
+            want = _update_np(x, u, (1, i))
+            np.testing.assert_array_equal(got[k], want)
+            np.testing.assert_array_equal(got_jit[k], want)
+
+
+def test_vmap_of_grad_with_batched_starts():
+    x = fnp.asarray(X)
+    g = fg.vmap(fg.grad(lambda x, i: fnp.sum(dynamic_slice(x, (i, i), (2, 2)) ** 2)),
+                in_axes=(None, 0))(x, fnp.asarray([0, 3, 8]))
+    for k, i in enumerate([0, 3, 8]):
+        want = np.zeros_like(X)
+        a, b = _clamp(i, 5, 2), _clamp(i, 6, 2)
+        want[a:a + 2, b:b + 2] = 2 * X[a:a + 2, b:b + 2]
+        np.testing.assert_array_equal(g[k], want)
+
+
+def _fresh():
+    # funcgrad's own aligned allocation: a jit call imports it without a copy
+    return fnp.asarray(X.copy())
+
+
+@pytest.mark.parametrize("case", ["direct", "through_reshape", "loop_carry", "twice"])
+def test_jit_never_writes_into_its_inputs(case):
+    """IREE 3.13 updates in place in the caller's buffer (IREE issue 16168): a jit call
+    changed its input, or failed with "operation requires DISCARD_WRITE"."""
+    row = fnp.ones((1, 6), X.dtype)
+    functions = {
+        "direct": lambda x, u: dynamic_update_slice(x, u, (2, 0)),
+        "through_reshape": lambda x, u: dynamic_update_slice(x.reshape(3, 10), u[:, :5],
+                                                             (1, 2)).reshape(5, 6),
+        "loop_carry": lambda x, u: fg.fori_loop(
+            0, 3, lambda k, c: dynamic_update_slice(c, u * k, (k, 0)), x),
+        "twice": lambda x, u: (dynamic_update_slice(x, u, (0, 0)),
+                               dynamic_update_slice(x, -u, (4, 0))),
+    }
+    f = fg.jit(functions[case])
+    x = _fresh()
+    for _ in range(2):
+        got = f(x, row)
+        want = functions[case](_fresh(), row)
+        for g, w in zip(got if isinstance(got, tuple) else [got],
+                        want if isinstance(want, tuple) else [want], strict=True):
+            np.testing.assert_array_equal(g, w)
+        np.testing.assert_array_equal(x, X)
+
+
+def test_bad_operands_are_named():
+    x = fnp.asarray(X)
+    with pytest.raises(ValueError, match="window of shape"):
+        dynamic_slice(x, (0, 0), (6, 1))
+    with pytest.raises(ValueError, match="needs 2 start indices"):
+        dynamic_slice(x, (0,), (1, 1))
+    with pytest.raises(TypeError, match="integer scalars"):
+        fg.jit(lambda x, i: dynamic_slice(x, (i, 0), (1, 1)))(x, 1.5)
+    with pytest.raises(TypeError, match="update dtype"):
+        fg.jit(lambda x: dynamic_update_slice(x, fnp.ones((1, 1), fnp.float32), (0, 0)))(x)
+
+
+# --- NumPy-style indexing with traced scalars goes through them ----------------------------
+
+Y = np.arange(24.0).reshape(2, 3, 4)
+
+
+def _getitems(y, i, j):
+    return (y[i], y[:, j], y[i, 1:, j], y[..., j, None], y[i, None, -1], y[-1, j])
+
+
+@pytest.mark.parametrize("i,j", [(0, 0), (1, 2), (-1, -3), (5, -9)])
+def test_indexing_with_traced_scalars_is_a_dynamic_slice(i, j):
+    f = fg.jit(lambda y, i, j: _getitems(y, i, j))
+    got = f(fnp.asarray(Y), i, j)
+    # negative indices wrap, out-of-range ones are clamped (as JAX does), axis by axis
+
+    def c(index, size):
+        return min(max(index + size if index < 0 else index, 0), size - 1)
+
+    want = (Y[c(i, 2)], Y[:, c(j, 3)], Y[c(i, 2), 1:, c(j, 4)], Y[..., c(j, 4), None],
+            Y[c(i, 2), None, -1], Y[-1, c(j, 3)])
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_array_equal(g, w)
+    text = f.lower(fnp.asarray(Y), i, j).as_text()
+    assert "stablehlo.dynamic_slice" in text and "gather" not in text
+
+
+def _updates(y, i, j):
+    return (y.at[i].set(-1.0), y.at[:, j].add(10.0), y.at[i, 1:, j].set(fnp.asarray([7., 8.])),
+            y.at[-1, j, 2].add(5.0), y.at[i, j].set(fnp.arange(4.0)))
+
+
+def _updates_np(i, j):
+    def apply(index, combine):
+        y = Y.copy()
+        try:
+            y[index] = combine(y[index])
+        except IndexError:  # out of range: the update is dropped, as JAX's
+            pass
+        return y
+
+    return (apply(i, lambda _: -1.0), apply((slice(None), j), lambda v: v + 10),
+            apply((i, slice(1, None), j), lambda _: [7., 8.]),
+            apply((-1, j, 2), lambda v: v + 5), apply((i, j), lambda _: np.arange(4.0)))
+
+
+@pytest.mark.parametrize("i,j", [(0, 0), (1, 2), (-1, -2), (5, -9), (-3, 3)])
+def test_updates_at_traced_scalars_are_in_place_and_drop_out_of_range(i, j):
+    f = fg.jit(lambda y, i, j: _updates(y, i, j))
+    for g, w in zip(f(fnp.asarray(Y), i, j), _updates_np(i, j), strict=True):
+        np.testing.assert_array_equal(g, w)
+    text = f.lower(fnp.asarray(Y), i, j).as_text()
+    assert "stablehlo.dynamic_update_slice" in text and "scatter" not in text
+
+
+def test_traced_scalar_indexing_under_grad_and_vmap():
+    y = fnp.asarray(Y)
+    g = fg.grad(lambda y, i: fnp.sum(y.at[i].set(0.0) ** 2) + fnp.sum(y[i, 1]))(y, fnp.int32(1))
+    want = 2 * Y
+    want[1] = 0
+    want[1, 1] += 1
+    np.testing.assert_array_equal(g, want)
+    got = fg.vmap(lambda i: (y[i, i], y.at[i, i].add(1.0)))(fnp.arange(2))
+    for k in range(2):
+        np.testing.assert_array_equal(got[0][k], Y[k, k])
+        want = Y.copy()
+        want[k, k] += 1
+        np.testing.assert_array_equal(got[1][k], want)
