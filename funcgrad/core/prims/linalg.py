@@ -663,16 +663,33 @@ def _divide(x, y):
     return _divide_by_real(x * _conj(y), _abs2(y))
 
 
-def _row(x, mask):
-    """``x[..., i, :]`` for the one-hot row mask ``mask`` (shape (m,) or (..., m))."""
-    fnp = _fnp()
-    return fnp.sum(fnp.where(mask[..., :, None], x, 0), axis=-2)
+def _take(x, i, axis):
+    """``x``'s entries at the (traced) index ``i`` along ``axis``, that axis dropped: a
+    row (axis -2) or column (axis -1) of each matrix, an entry of each vector (-1)."""
+    from funcgrad.core.prims.indexing import dynamic_slice
+
+    axis %= x.ndim
+    starts = [0] * x.ndim
+    starts[axis] = i
+    sizes = list(x.shape)
+    sizes[axis] = 1
+    return dynamic_slice(x, starts, sizes).reshape(x.shape[:axis] + x.shape[axis + 1:])
 
 
-def _column(x, mask):
-    """``x[..., :, j]`` for the one-hot column mask ``mask`` (shape (n,))."""
-    fnp = _fnp()
-    return fnp.sum(fnp.where(mask, x, 0), axis=-1)
+def _put(x, i, axis, value):
+    """``x`` with ``value`` (shaped like ``_take(x, i, axis)``) written at index ``i``."""
+    from funcgrad.core.prims.indexing import dynamic_update_slice
+
+    axis %= x.ndim
+    starts = [0] * x.ndim
+    starts[axis] = i
+    value = value.astype(x.dtype).reshape(x.shape[:axis] + (1,) + x.shape[axis + 1:])
+    return dynamic_update_slice(x, value, starts)
+
+
+def _matvec(m, v):
+    """``m @ v`` for stacks of matrices and vectors."""
+    return _mm(m, v[..., :, None])[..., 0]
 
 
 def _cholesky_lowered(a):
@@ -685,14 +702,13 @@ def _cholesky_lowered(a):
     complex_input = dtypes.is_complex(a.dtype)
 
     def column(j, L):
-        at_j = rows == j
-        v = _column(a, at_j) - fnp.sum(L * _conj(_row(L, at_j))[..., None, :], axis=-1)
+        v = _take(a, j, -1) - _matvec(L, _conj(_take(L, j, -2)))
         # the diagonal of a Hermitian matrix is real: its imaginary part is not read
-        pivot = fnp.sqrt(fnp.sum(fnp.where(at_j, _real(v), 0), axis=-1))
+        pivot = fnp.sqrt(_real(_take(v, j, -1)))
         col = fnp.where(rows >= j, _divide_by_real(v, pivot[..., None]), 0)
         if complex_input:
-            col = fnp.where(at_j, pivot[..., None], col)
-        return fnp.where(at_j, col[..., :, None], L)
+            col = fnp.where(rows == j, pivot[..., None], col)
+        return _put(L, j, -1, col)
 
     L = fori_loop(0, n, column, fnp.zeros_like(a))
     # not positive definite: the whole factor is NaN, as the eager one
@@ -713,15 +729,13 @@ def _triangular_solve_lowered(a, b, *, left_side, lower, transpose_a, unit_diago
         t, lower = _mT(t), not lower
     if not left_side:  # X T = B  <=>  T^T X^T = B^T
         t, b, lower = _mT(t), _mT(b), not lower
-    rows = fnp.arange(n)
 
     def substitute(step, x):
-        at_i = rows == (step if lower else n - 1 - step)
-        t_row = _row(t, at_i)
+        i = step if lower else n - 1 - step
+        t_row = _take(t, i, -2)
         known = _mm(t_row[..., None, :], x)[..., 0, :]  # unknown rows of x are still 0
-        diagonal = fnp.sum(fnp.where(at_i, t_row, 0), axis=-1)
-        x_i = (_row(b, at_i) - known) / diagonal[..., None]
-        return fnp.where(at_i[:, None], x_i[..., None, :], x)
+        x_i = (_take(b, i, -2) - known) / _take(t_row, i, -1)[..., None]
+        return _put(x, i, -2, x_i)
 
     x = fori_loop(0, n, substitute, fnp.zeros_like(b))
     return x if left_side else _mT(x)
@@ -734,34 +748,36 @@ def _lu_lowered(a):
     fnp = _fnp()
     *batch, m, n = a.shape
     k = min(m, n)
-    rows, cols, steps = fnp.arange(m), fnp.arange(n), fnp.arange(k)
+    rows, cols = fnp.arange(m), fnp.arange(n)
     complex_input = dtypes.is_complex(a.dtype)
 
-    def swap(x, at_j, at_p, expand):
-        xj, xp = (_row(x, at_j), _row(x, at_p)) if expand else \
-            (_column(x, at_j), _column(x, at_p))
-        aj, ap = (at_j[..., :, None], at_p[..., :, None]) if expand else (at_j, at_p)
-        xj, xp = (xj[..., None, :], xp[..., None, :]) if expand else (xj[..., None],
-                                                                      xp[..., None])
-        return fnp.where(aj, xp, fnp.where(ap, xj, x))
+    def swap(x, j, p, axis):
+        """Entries j and p of ``x`` along ``axis`` exchanged (p traced, per matrix)."""
+        xj, xp = _take(x, j, axis), _take(x, p, axis)
+        return _put(_put(x, j, axis, xp), p, axis, xj)
 
     def eliminate(j, carry):
         lu, pivots, perm = carry
-        col = _column(lu, cols == j)
-        candidates = rows >= j
+        col = _take(lu, j, -1)
         magnitude = fnp.abs(col) if not complex_input else \
             fnp.abs(fnp.real(col)) + fnp.abs(fnp.imag(col))  # as _pivot_magnitude
-        p = fnp.argmax(fnp.where(candidates, magnitude, -1), axis=-1).astype(np.int32)
-        at_j, at_p = rows == j, rows == p[..., None]
-        lu = swap(lu, at_j, at_p, True)
-        perm = swap(perm, at_j, at_p, False)
-        pivots = fnp.where(steps == j, p[..., None], pivots)
-        col = _column(lu, cols == j)
-        pivot = fnp.sum(fnp.where(at_j, col, 0), axis=-1)[..., None]
+        p = fnp.argmax(fnp.where(rows >= j, magnitude, -1), axis=-1).astype(np.int32)
+        if batch:  # a pivot row per matrix: swapped by masks
+            at_j, at_p = rows == j, rows == p[..., None]
+            row_j, row_p = _take(lu, j, -2), fnp.sum(fnp.where(at_p[..., None], lu, 0), -2)
+            lu = fnp.where(at_j[..., None], row_p[..., None, :],
+                           fnp.where(at_p[..., None], row_j[..., None, :], lu))
+            perm_j, perm_p = _take(perm, j, -1), fnp.sum(fnp.where(at_p, perm, 0), -1)
+            perm = fnp.where(at_j, perm_p[..., None], fnp.where(at_p, perm_j[..., None], perm))
+        else:
+            lu, perm = swap(lu, j, p, -2), swap(perm, j, p, -1)
+        pivots = _put(pivots, j, -1, p)
+        col = _take(lu, j, -1)
+        pivot = _take(col, j, -1)[..., None]
         scale = (rows > j) & (pivot != 0)
         l_col = fnp.where(scale, col / fnp.where(scale, pivot, 1), col)
-        lu = fnp.where(cols == j, l_col[..., :, None], lu)
-        u_row = _row(lu, at_j)
+        lu = _put(lu, j, -1, l_col)
+        u_row = _take(lu, j, -2)
         below_right = (rows > j)[:, None] & (cols > j)
         lu = fnp.where(below_right, lu - l_col[..., :, None] * u_row[..., None, :], lu)
         return lu, pivots, perm
@@ -781,13 +797,13 @@ def _householder_qr(a):
 
     fnp = _fnp()
     *batch, m, n = a.shape
-    rows, cols = fnp.arange(m), fnp.arange(n)
+    rows = fnp.arange(m)
     complex_input = dtypes.is_complex(a.dtype)
 
     def reflect(j, carry):
         r, q = carry
-        col = _column(r, cols == j)
-        alpha = fnp.sum(fnp.where(rows == j, col, 0), axis=-1)
+        col = _take(r, j, -1)
+        alpha = _take(col, j, -1)
         below = fnp.where(rows > j, col, 0)
         tail = fnp.sum(_abs2(below), axis=-1)
         norm = fnp.sqrt(_abs2(alpha) + tail)
@@ -802,7 +818,7 @@ def _householder_qr(a):
         # column j is now exactly (.., beta, 0, ...): write it so R is exactly triangular
         top = fnp.where(active, beta, alpha)[..., None]
         exact = fnp.where(rows == j, top, fnp.where(rows > j, 0, col))
-        return fnp.where(cols == j, exact[..., :, None], r), q
+        return _put(r, j, -1, exact), q
 
     q0 = fnp.broadcast_to(fnp.eye(m, dtype=a.dtype), (*batch, m, m))
     r, q = fori_loop(0, min(m, n), reflect, (a, q0))
