@@ -17,8 +17,9 @@ venv: $(STAMP)
 demo: $(STAMP)
 	$(PY) examples/train_digits.py
 
+# one worker per core: iree-compile, most of the suite's time, runs on one core
 test: $(STAMP)
-	$(PY) -m pytest
+	$(PY) -m pytest -n auto --dist worksteal
 
 bench: $(STAMP)
 	$(PY) benchmarks/run.py
