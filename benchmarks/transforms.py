@@ -23,6 +23,7 @@ JIT (``fg.jit``), each with its target:
 - ``pe_grads``: ``jit(vmap(grad))`` of the MLP, <= 0.85x torch.func.
 - ``hessian``: ``jit(hessian)``, n = 256, <= 1.0x JAX.
 - ``rnn``: ``jit(scan)``, 1000 steps, hidden 128, <= 1.0x JAX.
+- ``linalg``: ``jit`` of cholesky, qr and solve of a 128 x 128 float32 matrix (no target).
 - ``first_call``: the jitted MLP step's first call in a NEW process, import excluded:
   cold (fresh empty ``FUNCGRAD_CACHE_DIR``) <= 1 s, and from the disk cache (a second new
   process on the same directory) <= 100 ms.
@@ -69,7 +70,8 @@ from run import _interleaved, _steal_seconds, _timed_loop, finish, machine_notes
 
 ALL_FRAMEWORKS = ("numpy", "funcgrad", "torch", "jax")
 EAGER_WORKLOADS = ("eager_pe_grads", "eager_hessian", "eager_rnn")
-JIT_WORKLOADS = ("gemm", "elementwise", "mlp_step", "pe_grads", "hessian", "rnn", "first_call")
+JIT_WORKLOADS = ("gemm", "elementwise", "mlp_step", "pe_grads", "hessian", "rnn", "linalg",
+                 "first_call")
 MLP_SIZES = [(784, 512), (512, 512), (512, 10)]
 BATCH, LR = 128, 0.01
 CFG = {"sample_s": 0.05, "torch_compile": True}
@@ -652,6 +654,35 @@ def rnn(fws, passes):
 # --- first call in a new process -----------------------------------------------------------------
 
 
+def linalg(fws, passes, n=128):
+    """Decompositions under jit (no target): funcgrad lowers them as column algorithms in
+    loops, XLA calls LAPACK-like kernels; NumPy calls LAPACK."""
+    g = _rng()
+    x = g.standard_normal((n, n)).astype(np.float32)
+    a_np = (x @ x.T / n + np.eye(n, dtype=np.float32)).astype(np.float32)
+    b_np = g.standard_normal((n, 4)).astype(np.float32)
+    rows = []
+    for name in ("cholesky", "qr", "solve"):
+        cands = [c for fw in fws for c in _linalg_one(fw, name, a_np, b_np)]
+        rows += measure("linalg", f"{name} {n}x{n} f32", cands, passes, ref="jax | jit")
+    return rows
+
+
+def _linalg_one(fw, name, a_np, b_np):
+    A, B = _to(fw, a_np), _to(fw, b_np)
+    if fw.name == "torch":
+        return []
+    la = np.linalg if fw.name == "numpy" else _jnp(fw).linalg
+    f = {"cholesky": lambda a, b: la.cholesky(a), "qr": lambda a, b: la.qr(a),
+         "solve": lambda a, b: la.solve(a, b)}[name]
+    if fw.name == "numpy":
+        return [Cand("numpy", "eager", lambda A=A, B=B: f(A, B), fw.sync, fw.threads)]
+    if fw.name == "jax":
+        jf = fw.m.jit(f)
+        return [Cand("jax", "jit", lambda A=A, B=B, jf=jf: jf(A, B), fw.sync, fw.threads)]
+    return _fg_jit_cands(fw.m.jit(f), (A, B), fw.sync, "jit")
+
+
 def _child_first_call(name):
     """Runs in a new interpreter: import, build the MLP step, time its first two calls."""
     t0 = time.perf_counter()
@@ -775,7 +806,8 @@ def print_table(rows):
         verdict = ""
         if "target" in r:
             verdict = f"{r['target']}: {'met' if r['met'] else 'MISSED'}"
-        print(f"| {r['workload']} | {r['framework']} | {r['mode']} | {thr} | "
+        label = f"{r['workload']} {r.get('variant', '')}".strip()
+        print(f"| {label} | {r['framework']} | {r['mode']} | {thr} | "
               f"{_fmt_s(r['median_s'])} | {_fmt_s(r['min_s'])}..{_fmt_s(r['max_s'])} | {rate} "
               f"| {xref} | {first} | {verdict} |")
 
@@ -783,7 +815,7 @@ def print_table(rows):
 WORKLOADS = {"eager_pe_grads": eager_pe_grads, "eager_hessian": eager_hessian,
              "eager_rnn": eager_rnn, "gemm": gemm, "elementwise": elementwise,
              "mlp_step": mlp_step, "pe_grads": pe_grads, "hessian": hessian, "rnn": rnn,
-             "first_call": first_call}
+             "linalg": linalg, "first_call": first_call}
 
 
 def main(argv=None) -> int:
