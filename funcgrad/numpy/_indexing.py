@@ -408,7 +408,7 @@ def _scattered_factors(x, index, values, method, mode):
 
 def _update(x, index, values, mode, index_mode=None):
     x = asarray(x)
-    if mode in ("set", "add") and index_mode is None:
+    if (mode == "set" or (mode == "add" and x.dtype != dtypes.bool_)) and index_mode is None:
         updated = _update_window(x, index, values, mode)
         if updated is not None:
             return updated

@@ -233,3 +233,17 @@ def test_traced_scalar_indexing_under_grad_and_vmap():
         want = Y.copy()
         want[k, k] += 1
         np.testing.assert_array_equal(got[1][k], want)
+
+
+def test_updates_at_traced_scalars_keep_the_dtype_rules():
+    f = fg.jit(lambda b, n, i: (b.at[i].add(True), n.at[i].add(2.5), n.at[..., i].set(7)))
+    b, n = fnp.zeros(3, bool), fnp.zeros((3, 3), fnp.int32)
+    added, scaled, column = f(b, n, 1)
+    np.testing.assert_array_equal(added, [False, True, False])  # bool add: a logical or
+    want = np.zeros((3, 3), np.int32)
+    want[1] = 2  # the values take the tensor's dtype, as JAX's
+    np.testing.assert_array_equal(scaled, want)
+    assert scaled.dtype == np.int32
+    want = np.zeros((3, 3), np.int32)
+    want[:, 1] = 7
+    np.testing.assert_array_equal(column, want)
