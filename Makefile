@@ -17,9 +17,13 @@ venv: $(STAMP)
 demo: $(STAMP)
 	$(PY) examples/train_digits.py
 
-# one worker per core: iree-compile, most of the suite's time, runs on one core
+# one worker per core (at most 4: each may hold an iree-compile of a few GiB):
+# iree-compile, most of the suite's time, runs on one core
+WORKERS ?= $(shell $(PYTHON) -c "import os; f = getattr(os, 'sched_getaffinity', None); \
+	print(max(1, min(4, len(f(0)) if f else os.cpu_count() or 1)))")
+
 test: $(STAMP)
-	$(PY) -m pytest -n auto --dist worksteal
+	$(PY) -m pytest -n $(WORKERS) --dist worksteal
 
 bench: $(STAMP)
 	$(PY) benchmarks/run.py
