@@ -133,8 +133,20 @@ def executable_for(program: IR, device=CPU):
     exe = getattr(program, "_executable", None)
     if exe is not None:
         return exe
-    from funcgrad.lowering import compiler
+    from funcgrad.lowering import compiler, parts
     from funcgrad.lowering.runtime import Executable
+
+    pieces = parts.plan(program, _compile_workers())
+    if pieces is not None:  # compiled side by side, one iree-compile per core
+        threads = [_BackgroundCompile(piece) for piece in pieces]
+        for thread in threads:
+            thread.done.wait()
+        for thread in threads:
+            if thread.error is not None:
+                raise thread.error
+        exe = parts.PipelineExecutable(program, pieces, [executable_for(p) for p in pieces])
+        program._executable = exe
+        return exe
 
     # keyed by the IR itself first: a disk-cache hit then needs no compiler session and
     # no MLIR (creating them is most of a warm first call)
@@ -146,6 +158,18 @@ def executable_for(program: IR, device=CPU):
     return exe
 
 
+def _compile_workers() -> int:
+    """How many parts a large program may compile in at once (``FUNCGRAD_COMPILE_WORKERS``,
+    default 1: in one piece).  Parts compile about 30% sooner on two cores, but the
+    program they make runs about 7% slower (funcgrad.lowering.parts), so it is opt-in."""
+    env = os.environ.get("FUNCGRAD_COMPILE_WORKERS", "").strip()
+    try:
+        return max(1, int(env or 1))
+    except ValueError:
+        raise ValueError(f"FUNCGRAD_COMPILE_WORKERS={env!r}: expected a whole number of "
+                         "compiles to run at once (1 to compile in one piece)") from None
+
+
 def _compile_for_cpu(program: IR, holder, storage, ir_key: str) -> bytes:
     """Lower and compile ``program`` for the CPU, its fitting scans as single kernels
     (``funcgrad.lowering.fused_scan``); if IREE refuses a module holding such kernels, the
@@ -154,20 +178,21 @@ def _compile_for_cpu(program: IR, holder, storage, ir_key: str) -> bytes:
     from funcgrad.lowering.mlir import lower_module
 
     name = getattr(program, "_name", "main")
-    with holder.lock:
-        with holder.session.context:
-            module, fused = lower_module(program, holder.session.context,
-                                         output_storage=storage, fuse_scans=True)
-        if not fused:
-            return compile_module(module, holder, name, ir_key)
-        try:
-            return compile_module(module, holder, name, ir_key, retry=False)
-        except CompileError as err:
-            logger.info("jit: %s with %d fused scan(s) did not compile; lowering its scans "
-                        "as host loops instead: %s", name, fused, str(err)[:2000])
-        with holder.session.context:
-            module, _ = lower_module(program, holder.session.context, output_storage=storage)
+    # the session's MLIR context is built under its lock; the iree-compile subprocess runs
+    # outside it, so the parts of a program (funcgrad.lowering.parts) compile side by side
+    with holder.lock, holder.session.context:
+        module, fused = lower_module(program, holder.session.context,
+                                     output_storage=storage, fuse_scans=True)
+    if not fused:
         return compile_module(module, holder, name, ir_key)
+    try:
+        return compile_module(module, holder, name, ir_key, retry=False)
+    except CompileError as err:
+        logger.info("jit: %s with %d fused scan(s) did not compile; lowering its scans "
+                    "as host loops instead: %s", name, fused, str(err)[:2000])
+    with holder.lock, holder.session.context:
+        module, _ = lower_module(program, holder.session.context, output_storage=storage)
+    return compile_module(module, holder, name, ir_key)
 
 
 def _cpu_cache_key(program: IR, flags, storage) -> str:
