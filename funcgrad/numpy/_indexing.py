@@ -20,7 +20,13 @@ from funcgrad.core.prims import sorting
 from funcgrad.core.prims import structural as st
 from funcgrad.core.tensor import Tensor
 from funcgrad.numpy import _elementwise as elt
-from funcgrad.numpy._util import asarray, broadcast_shapes, broadcast_to, normalize_axis
+from funcgrad.numpy._util import (
+    asarray,
+    broadcast_exactly,
+    broadcast_shapes,
+    broadcast_to,
+    normalize_axis,
+)
 
 _INT_TYPES = (int, np.integer)
 
@@ -263,7 +269,7 @@ def _scalar_indices_as_slices(x, entries):
         starts.append(start)
         new_entries.append(e)
         axis += 1
-    if any(n == 1 and not isinstance(s, int) for s, n in zip(starts, sizes, strict=True)):
+    if any(not isinstance(s, int) for s in starts):
         x = ix.dynamic_slice(x, starts, sizes)
     return x, new_entries
 
@@ -416,23 +422,20 @@ def _update(x, index, values, mode, index_mode=None):
     # traced out-of-range indices point past the end, so the scatter drops them (as JAX)
     positions = getitem(st.reshape(st.iota(index_dtype, (x.size,), 0), x.shape), index,
                         fill=x.size, mode=index_mode)
-    values = asarray(values)
-    if values.dtype != x.dtype:
-        values = ew.convert_element_type(values, x.dtype)
-    if values.shape != positions.shape:
-        try:
-            fits = (values.ndim <= positions.ndim and broadcast_shapes(
-                "at[]", values.shape, positions.shape) == positions.shape)
-        except ValueError:
-            fits = False
-        if not fits:
-            raise ValueError(f"at[].{mode}: values of shape {values.shape} cannot be broadcast "
-                             f"to the indexed shape {positions.shape}")
-        values = broadcast_to(values, positions.shape)
+    values = _update_values(values, x.dtype, positions.shape, mode)
     flat = st.reshape(x, (x.size,))
     out = ix.scatter(flat, st.reshape(positions, (positions.size, 1)),
                      st.reshape(values, (positions.size,)), (0,), mode)
     return st.reshape(out, x.shape)
+
+
+def _update_values(values, dtype, shape, mode):
+    """The values of an ``.at[]`` update in the tensor's ``dtype``, broadcast to the indexed
+    ``shape`` (a clear error when they do not fit)."""
+    values = asarray(values)
+    if values.dtype != dtype:
+        values = ew.convert_element_type(values, dtype)
+    return broadcast_exactly(f"at[].{mode}", values, shape, "values", "the indexed")
 
 
 def _update_window(x, index, values, mode):
@@ -463,15 +466,7 @@ def _update_window(x, index, values, mode):
             starts.append(_normalized_indices(i, size, axis)), window.append(1)
     if 0 in window:
         return None
-    values = asarray(values)
-    if values.dtype != x.dtype:
-        values = ew.convert_element_type(values, x.dtype)
-    try:
-        values = broadcast_to(values, tuple(indexed))
-    except ValueError:
-        raise ValueError(f"at[].{mode}: values of shape {values.shape} cannot be broadcast "
-                         f"to the indexed shape {tuple(indexed)}") from None
-    values = st.reshape(values, window)
+    values = st.reshape(_update_values(values, x.dtype, tuple(indexed), mode), window)
     old = ix.dynamic_slice(x, starts, window)
     if mode == "add":
         values = ew.add(old, values)

@@ -28,6 +28,7 @@ from funcgrad.numpy._signal import _static_int, bincount, histogram_bin_edges
 from funcgrad.numpy._util import (
     asarray,
     axis_or_flattened,
+    broadcast_exactly,
     broadcast_shapes,
     broadcast_to,
     is_concrete,
@@ -170,22 +171,9 @@ def _conditions(x, condlist):
         else:
             raise ValueError(f"piecewise: condlist of shape {stacked.shape} must be a list of "
                              f"conditions of x's shape {x.shape}, or a tensor stacking them")
-    return [_broadcast_exactly("piecewise", c if c.dtype == dtypes.bool_ else
+    return [broadcast_exactly("piecewise", c if c.dtype == dtypes.bool_ else
                                c.astype(dtypes.bool_), x.shape, f"condition {i}", "x's")
             for i, c in enumerate(conds)]
-
-
-def _broadcast_exactly(name, value, shape, what: str, whose: str):
-    """``value`` broadcast to ``shape``; a ValueError naming ``what`` if it cannot be (or
-    only to a larger shape)."""
-    try:
-        fits = broadcast_shapes(name, value.shape, shape) == tuple(shape)
-    except ValueError:
-        fits = False
-    if not fits:
-        raise ValueError(f"{name}: {what} has shape {value.shape}, which does not "
-                         f"broadcast to {whose} shape {tuple(shape)}")
-    return broadcast_to(value, shape)
 
 
 def piecewise(x, condlist, funclist, *args, **kw):
@@ -218,7 +206,7 @@ def piecewise(x, condlist, funclist, *args, **kw):
 
     def evaluate(label, f):
         value = asarray(f(x, *args, **kw) if callable(f) else f)
-        return _broadcast_exactly("piecewise", value.astype(x.dtype), x.shape,
+        return broadcast_exactly("piecewise", value.astype(x.dtype), x.shape,
                                   f"the value of {label}", "x's")
 
     out = evaluate(f"funclist[{nf - 1}]", otherwise)
@@ -343,7 +331,7 @@ def put_along_axis(arr, indices, values, axis, inplace: bool = False, *, mode=No
                          f"{' (arr flattened, axis=None)' if arr.shape != shape else ''}, got "
                          f"shape {indices.shape}")
     axis = normalize_axis("put_along_axis", axis, arr.ndim)
-    values = _broadcast_exactly("put_along_axis", values, indices.shape, "values", "indices'")
+    values = broadcast_exactly("put_along_axis", values, indices.shape, "values", "indices'")
     index = []
     for i, size in enumerate(arr.shape):
         if i == axis:

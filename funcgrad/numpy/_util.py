@@ -84,6 +84,19 @@ def broadcast_shapes(name: str, *shapes) -> tuple:
     return tuple(out)
 
 
+def broadcast_exactly(name, value, shape, what: str, whose: str):
+    """``value`` broadcast to ``shape``; a ValueError naming ``what`` if it cannot be (or
+    only to a larger shape)."""
+    try:
+        fits = broadcast_shapes(name, value.shape, shape) == tuple(shape)
+    except ValueError:
+        fits = False
+    if not fits:
+        raise ValueError(f"{name}: {what} has shape {value.shape}, which does not "
+                         f"broadcast to {whose} shape {tuple(shape)}")
+    return broadcast_to(value, shape)
+
+
 def broadcast_to(x: Tensor, shape) -> Tensor:
     shape = tuple(shape)
     if x.shape == shape:
