@@ -75,16 +75,8 @@ def _carried_bytes(program: IR) -> list[int]:
     """For each cut position i (before equation i), the bytes of the values defined before
     it that equations after it, or the outputs, use (the program's inputs every part has)."""
     end = len(program.equations)
-    defined, last_use = {}, {}
-    for i, eqn in enumerate(program.equations):
-        for v in eqn.inputs:
-            if isinstance(v, Var):
-                last_use[v] = i
-        for v in eqn.outputs:
-            defined[v] = i
-    for v in program.outputs:
-        if isinstance(v, Var):
-            last_use[v] = end
+    last_use = _last_uses(program)
+    defined = {v: i for i, eqn in enumerate(program.equations) for v in eqn.outputs}
     change = [0] * (end + 2)
     for v, d in defined.items():
         u = last_use.get(v, d)
@@ -99,27 +91,32 @@ def _carried_bytes(program: IR) -> list[int]:
     return carried
 
 
-def _parts(program: IR, bounds) -> list[IR]:
-    equations = program.equations
-    # where each value is last needed: by a later equation or the program's outputs
-    used_from = {}
-    for index in range(len(bounds) - 1):
-        for eqn in equations[bounds[index]:bounds[index + 1]]:
-            for v in eqn.inputs:
-                if isinstance(v, Var):
-                    used_from[v] = max(used_from.get(v, -1), index)
-    last = len(bounds) - 2
+def _last_uses(program: IR) -> dict:
+    """The index of the last equation using each value; the program's outputs count as used
+    after the last equation."""
+    last_use = {}
+    for i, eqn in enumerate(program.equations):
+        for v in eqn.inputs:
+            if isinstance(v, Var):
+                last_use[v] = i
     for v in program.outputs:
         if isinstance(v, Var):
-            used_from[v] = last + 1
+            last_use[v] = len(program.equations)
+    return last_use
+
+
+def _parts(program: IR, bounds) -> list[IR]:
+    equations = program.equations
+    last_use = _last_uses(program)
+    last = len(bounds) - 2
     parts, available = [], list(program.in_vars)
     for index in range(len(bounds) - 1):
         body = equations[bounds[index]:bounds[index + 1]]
         defined = [v for eqn in body for v in eqn.outputs]
         if index == last:
             outputs = list(program.outputs)
-        else:
-            outputs = [v for v in defined if used_from.get(v, -1) > index]
+        else:  # what later parts (or the outputs) use
+            outputs = [v for v in defined if last_use.get(v, -1) >= bounds[index + 1]]
         defined_here = set(defined)
         needed = {v for eqn in body for v in eqn.inputs if isinstance(v, Var)}
         needed |= {v for v in outputs if isinstance(v, Var) and v not in defined_here}
@@ -136,8 +133,13 @@ class PipelineExecutable:
     program's inputs and the earlier parts' results it takes (device buffers)."""
 
     def __init__(self, program: IR, parts: list[IR], executables):
-        self.parts = [(exe, [_position(v, program, parts[:k]) for v in part.in_vars])
-                      for k, (part, exe) in enumerate(zip(parts, executables, strict=True))]
+        # where each value comes from: (0, i) argument i, (k + 1, j) output j of part k
+        source = {v: (0, i) for i, v in enumerate(program.in_vars)}
+        self.parts = []
+        for k, (part, exe) in enumerate(zip(parts, executables, strict=True)):
+            self.parts.append((exe, [source[v] for v in part.in_vars]))
+            source.update({v: (k + 1, j) for j, v in enumerate(part.outputs)
+                           if not isinstance(v, Literal)})
         # the run-time and host upload of the first part serve callers (benchmarks)
         self.rt = executables[0].rt
         self.to_device = executables[0].to_device
@@ -147,14 +149,3 @@ class PipelineExecutable:
         for exe, positions in self.parts:
             values.append(exe([values[stage][i] for stage, i in positions]))
         return values[-1]
-
-
-def _position(v, program: IR, earlier: list[IR]):
-    """Where part inputs come from: (0, i) the program's argument i, (k + 1, j) output j of
-    part k."""
-    for k in range(len(earlier) - 1, -1, -1):
-        outputs = earlier[k].outputs
-        for j, out in enumerate(outputs):
-            if out is v and not isinstance(out, Literal):
-                return k + 1, j
-    return 0, next(i for i, w in enumerate(program.in_vars) if w is v)

@@ -171,9 +171,15 @@ def may_alias_argument(ctx, value, depth: int = 32) -> bool:
         return value.owner.owner.name != "stablehlo.while"
     op = value.owner
     if op.name in _VIEW_OPS or op.name == "stablehlo.while":
-        index = value.result_number if len(op.operands) == len(op.results) else 0
-        return may_alias_argument(ctx, op.operands[index], depth - 1)
+        return may_alias_argument(ctx, _passed_through(value), depth - 1)
     return op.name in ("stablehlo.if", "stablehlo.case", "func.call")
+
+
+def _passed_through(result):
+    """The operand whose buffer the op result ``result`` is: the one at the same position
+    (a barrier, a loop's carry), or the only one (a reshape)."""
+    op = result.owner
+    return op.operands[result.result_number if len(op.operands) == len(op.results) else 0]
 
 
 def updated_in_place(ctx, block) -> set:
@@ -206,10 +212,8 @@ def _argument_behind(ctx, value, block, depth: int = 32):
     value = value.maybe_downcast()
     if isinstance(value, ctx.ir.BlockArgument):
         return value.arg_number if value.owner == block else None
-    op = value.owner
-    if depth and op.name in _VIEW_OPS:
-        index = value.result_number if len(op.operands) == len(op.results) else 0
-        return _argument_behind(ctx, op.operands[index], block, depth - 1)
+    if depth and value.owner.name in _VIEW_OPS:
+        return _argument_behind(ctx, _passed_through(value), block, depth - 1)
     return None
 
 
