@@ -413,9 +413,9 @@ def aligned_empty(shape, dtype) -> np.ndarray:
     """An uninitialized C-contiguous array whose data starts on a 64-byte boundary, so a
     jit call can hand it to the run-time without copying (the run-time requires it)."""
     dtype = np.dtype(dtype)
-    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
-    raw = np.empty(nbytes + ALIGNMENT, dtype=np.uint8)
-    offset = (-raw.ctypes.data) % ALIGNMENT
+    nbytes = math.prod(shape) * dtype.itemsize  # (math.prod and the array interface are
+    raw = np.empty(nbytes + ALIGNMENT, dtype=np.uint8)  # several us quicker than np.prod
+    offset = -raw.__array_interface__["data"][0] % ALIGNMENT  # and .ctypes)
     return raw[offset:offset + nbytes].view(dtype).reshape(shape)
 
 

@@ -933,7 +933,7 @@ def _declare_control_flow():
         "bitcast_convert_type", "ONNX has no bit-reinterpreting cast (this includes "
         "funcgrad.random, which builds floats from random bits: pass random values in "
         "as inputs instead)")
-    for name in ("fft", "cholesky", "triangular_solve", "lu", "qr", "svd", "eigh"):
+    for name in ("fft", "cholesky", "triangular_solve", "lu", "qr", "svd", "eigh", "eig"):
         registry[name].onnx = unsupported(
             name, "ONNX has no operator for it (linear algebra decompositions and complex "
             "FFTs are not in the ONNX standard set ONNX Runtime runs)")

@@ -42,6 +42,8 @@ class LoweringContext:
         with mlir_context, ir.Location.unknown():
             self.module = ir.Module.create()
         self._func_count = 0
+        # the imports of host calls made so far (funcgrad.lowering.host_calls.spec)
+        self.host_calls = []
 
     # -- types and attributes -----------------------------------------------------------
     def element_type(self, dtype):
@@ -178,6 +180,30 @@ class LoweringContext:
             self.op("stablehlo.return", [result], [])
         return block
 
+    def host_call(self, prim_name: str, params: dict, args, in_avals, out_avals):
+        """Call the host kernel running primitive ``prim_name`` (its eager implementation)
+        on ``args``: a ``func.call`` of a new import, recorded for the run-time
+        (``funcgrad.lowering.host_calls``)."""
+        from iree.compiler.dialects import func
+
+        from funcgrad.lowering import host_calls
+
+        ir = self.ir
+        in_avals = [a.strip_weak() for a in in_avals]
+        out_avals = [a.strip_weak() for a in out_avals]
+        name = f"{prim_name}_{len(self.host_calls)}"
+        self.host_calls.append(host_calls.spec(name, prim_name, params, in_avals, out_avals))
+        symbol = f"{host_calls.MODULE}.{name}"
+        in_types = [self.tensor_type(a) for a in in_avals]
+        out_types = [self.tensor_type(a) for a in out_avals]
+        with ir.InsertionPoint.at_block_begin(self.module.body):
+            declaration = func.FuncOp(symbol, ir.FunctionType.get(in_types, out_types))
+            declaration.attributes["sym_visibility"] = ir.StringAttr.get("private")
+        call = ir.Operation.create(
+            "func.call", results=out_types, operands=list(args),
+            attributes={"callee": ir.FlatSymbolRefAttr.get(symbol)})
+        return list(call.results)
+
     # -- lowering an IR ---------------------------------------------------------------------
     def lower_ir(self, program: IR, args, consts=None):
         """Emit ``program``'s equations at the current insertion point; returns outputs."""
@@ -309,5 +335,14 @@ def lower_module(program: IR, mlir_context, name: str = "main", platform: str = 
     then holds IREE-specific ``flow`` operations."""
     ctx = LoweringContext(mlir_context, platform, fuse_scans=fuse_scans)
     arg_avals = [v.aval.strip_weak() for v in program.const_vars + program.in_vars]
-    ctx.add_function(program, name, arg_avals, output_storage=output_storage)
+    fn = ctx.add_function(program, name, arg_avals, output_storage=output_storage)
+    if ctx.host_calls:  # read back by the run-time (funcgrad.lowering.host_calls)
+        import json
+
+        from funcgrad.lowering import host_calls
+
+        ir = ctx.ir
+        with mlir_context:
+            fn.attributes["iree.reflection"] = ir.DictAttr.get({
+                host_calls.REFLECTION_KEY: ir.StringAttr.get(json.dumps(ctx.host_calls))})
     return ctx.module, ctx.fused_scans

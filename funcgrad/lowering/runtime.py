@@ -17,6 +17,7 @@ import time
 import numpy as np
 
 from funcgrad.core import dtypes
+from funcgrad.lowering import host_calls
 
 _MPI_LAUNCHER_VARIABLES = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "MPIEXEC_HOSTNAME")
 _RUNTIMES: dict[str, object] = {}
@@ -171,6 +172,23 @@ class DeviceBuffer:
         return self._host
 
 
+def copy_to_device(rt_: _Runtime, array: np.ndarray):
+    """Copy a host array into a new buffer view of ``rt_``'s device."""
+    rt = rt_.rt
+    array = np.asarray(array)
+    if not array.flags.c_contiguous:  # (np.ascontiguousarray would make 0-d arrays 1-d)
+        array = array.copy()
+    raw = _storage_dtype(array.dtype)
+    element = rt.array_interop.map_dtype_to_element_type(
+        array.dtype if raw == array.dtype or array.dtype == np.bool_ else raw)
+    if array.dtype == dtypes.bfloat16:
+        element = rt.HalElementType.BFLOAT_16
+        array = array.view(np.uint16)
+    return rt_.allocator.allocate_buffer_copy(
+        memory_type=rt.MemoryType.DEVICE_LOCAL, allowed_usage=rt.BufferUsage.DEFAULT,
+        device=rt_.device, buffer=array, element_type=element)
+
+
 class _Mapping:
     """Keeps a mapped device buffer alive for as long as NumPy arrays use its memory."""
 
@@ -252,14 +270,16 @@ class Executable:
             self._fence = rt.HalFence
             self._expected_s = 0.0
         self.vm_module = rt.VmModule.copy_buffer(rt_.instance, vmfb)
-        self.context = rt.VmContext(rt_.instance, modules=[rt_.hal_module, self.vm_module])
         self.function = self.vm_module.lookup_function(name)
+        # the NumPy/LAPACK kernels its host calls run (funcgrad.lowering.host_calls)
+        host = host_calls.host_module(rt_, self.function, asynchronous)
+        modules = [rt_.hal_module] + ([host] if host is not None else []) + [self.vm_module]
+        self.context = rt.VmContext(rt_.instance, modules=modules)
         self.out_avals = list(out_avals)
         self._list = rt.VmVariantList
         self._view_type = rt.HalBufferView
         self._map_type = rt.array_interop.map_dtype_to_element_type
         self._usage = rt.BufferUsage.DEFAULT
-        self._memory = rt.MemoryType.DEVICE_LOCAL
         self._device = rt_.device_name
         # results the module writes into memory passed in by the caller (see
         # ``output_storage_for``): shape, size in bytes and HAL element type of each
@@ -269,18 +289,7 @@ class Executable:
 
     def to_device(self, array: np.ndarray):
         """Copy a host array into a device buffer view."""
-        array = np.asarray(array)
-        if not array.flags.c_contiguous:  # (np.ascontiguousarray would make 0-d arrays 1-d)
-            array = array.copy()
-        raw = _storage_dtype(array.dtype)
-        element = self._map_type(array.dtype if raw == array.dtype or array.dtype == np.bool_
-                                 else raw)
-        if array.dtype == dtypes.bfloat16:
-            element = self.rt.rt.HalElementType.BFLOAT_16
-            array = array.view(np.uint16)
-        return self.rt.allocator.allocate_buffer_copy(
-            memory_type=self._memory, allowed_usage=self._usage, device=self.rt.device,
-            buffer=array, element_type=element)
+        return copy_to_device(self.rt, array)
 
     def import_or_copy(self, array):
         """A buffer view over ``array``: aliased without a copy when it is 64-byte aligned

@@ -23,7 +23,6 @@ from funcgrad.numpy._util import (
     asarray,
     broadcast_shapes,
     broadcast_to,
-    is_concrete,
     normalize_axis,
     promote,
 )
@@ -361,33 +360,31 @@ def eigh(a, UPLO: str | None = None, symmetrize_input: bool = True):
 
 
 def eig(a):
-    """Eigenvalues and right eigenvectors (columns) of a general square ``a``, complex and
-    in no particular order, as ``jax.numpy.linalg.eig`` (which also runs on the CPU only).
+    """Eigenvalues and right eigenvectors (unit columns) of a general square ``a``, complex
+    and in no particular order (LAPACK's geev), as ``jax.numpy.linalg.eig``.
 
-    Eager only: NumPy computes them, so ``a`` must be concrete (not traced by jit, vmap or
-    grad; JAX differentiates ``eig``, funcgrad does not yet).  For symmetric matrices use
-    ``eigh``, which has all the transformations.
+    Works under ``jit`` (on the CPU only, as in JAX: the compiled program calls LAPACK),
+    ``vmap`` and ``grad``. Eigenvector derivatives keep each column's unit length; the
+    phase of an eigenvector is arbitrary, so only phase-invariant functions of ``v``
+    (``abs(v)``, ``v @ diag(w) @ inv(v)``) have meaningful gradients.  Repeated
+    eigenvalues give infinite derivatives.  For symmetric matrices ``eigh`` is faster and
+    orders its eigenvalues.
 
     >>> w, v = fnp.linalg.eig(fg.tensor([[0.0, -1.0], [1.0, 0.0]]))
     >>> w
     tensor([0.+1.j, 0.-1.j], dtype=complex64)
     """
-    a = _matrix("eig", a, square=True, check_dtype=False)  # NumPy takes half floats too
-    if not is_concrete(a):
-        raise TypeError("eig: a is traced here (jit/vmap/grad); eig needs a concrete matrix "
-                        "(NumPy computes it), so call it outside the transformation, or use "
-                        "eigh for a symmetric matrix")
-    complex_dtype = dtypes.complex_dtype(a.dtype)
-    matrix = np.asarray(a)
-    if matrix.dtype.itemsize < 4:  # float16, bfloat16: NumPy needs float32
-        matrix = matrix.astype(np.float32)
-    w, v = np.linalg.eig(matrix)
-    return EigResult(asarray(w.astype(complex_dtype)), asarray(v.astype(complex_dtype)))
+    a = _matrix("eig", a, square=True, check_dtype=False)
+    if a.dtype.itemsize < 4:  # float16, bfloat16: LAPACK computes in float32
+        a = a.astype(np.float32)
+    _check_dtype("eig", a)
+    w, v = lax_linalg.eig(a)
+    return EigResult(w, v)
 
 
 def eigvals(a):
     """Eigenvalues of a general square ``a`` (complex), as ``jax.numpy.linalg.eigvals``;
-    eager only, like ``eig``.
+    under ``jit`` on the CPU only, like ``eig``.
 
     >>> fnp.linalg.eigvals(fg.tensor([[2.0, 0.0], [0.0, 3.0]]))
     tensor([2.+0.j, 3.+0.j], dtype=complex64)
@@ -647,8 +644,6 @@ def diagonal(x, /, *, offset: int = 0):
     >>> fnp.linalg.diagonal(fg.tensor([[1.0, 2.0], [3.0, 4.0]]))
     tensor([1., 4.], dtype=float32)
     """
-    from funcgrad.numpy._util import asarray
-
     x = asarray(x)
     if x.ndim < 2:
         raise ValueError(f"linalg.diagonal: expected a matrix (..., m, n), got shape {x.shape}")

@@ -249,8 +249,11 @@ def _ir_key_text(program: IR) -> str:
                         walk(sub)
 
     walk(program)
+    from funcgrad.lowering import host_calls
+
     outs = ",".join(v.aval.strip_weak().str_short() for v in program.outputs)
-    return f"{pretty_print(program)}\n{literal_dtypes}\n{outs}\n{_source_fingerprint()}"
+    return (f"{pretty_print(program)}\n{literal_dtypes}\n{outs}\n{_source_fingerprint()}"
+            f"\nhost calls {host_calls.enabled()}")
 
 
 _FINGERPRINT = None

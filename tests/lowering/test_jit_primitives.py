@@ -8,6 +8,7 @@ Samples are batched into a few jitted functions (one per family or dtype) becaus
 compilation costs about a second.
 """
 
+import contextlib
 import importlib.util
 import pathlib
 
@@ -20,6 +21,7 @@ import funcgrad.numpy as fnp
 from funcgrad.core import prims
 from funcgrad.core.primitive import Primitive, registry
 from funcgrad.core.tensor import wrap
+from funcgrad.lowering import host_calls
 
 
 def _core_samples():
@@ -150,7 +152,7 @@ def _spd(shape, dtype, seed=0):
     return (x @ np.swapaxes(x, -1, -2) + shape[-1] * np.eye(shape[-1])).astype(dtype)
 
 
-def _linalg_samples(dtype, full=True):
+def _linalg_samples(dtype, full=True, host=True):
     rng = np.random.default_rng(1)
     spd = _spd((2, 4, 4), dtype)
     b = rng.standard_normal((2, 4, 3)).astype(dtype)
@@ -171,6 +173,8 @@ def _linalg_samples(dtype, full=True):
               ("svd", (wide,), {"full_matrices": True, "compute_uv": True}),
               ("svd", (tall,), {"full_matrices": True, "compute_uv": True}),
               ("svd", (square,), {"full_matrices": False, "compute_uv": False})]
+    if host:  # eig has no compiled algorithm: the CPU's LAPACK computes it
+        s.append(("eig", (square,), {}))
     return s
 
 
@@ -179,6 +183,7 @@ def _fft_samples():
     x64 = rng.standard_normal((2, 4, 6))
     c128 = x64 + 1j * rng.standard_normal(x64.shape)
     x32, c64 = x64[0].astype(np.float32), c128[0].astype(np.complex64)
+    long = rng.standard_normal((2, 300))
     return [("fft", (c128,), {"fft_type": "FFT", "fft_lengths": (6,)}),
             ("fft", (c128,), {"fft_type": "IFFT", "fft_lengths": (4, 6)}),
             ("fft", (x64,), {"fft_type": "RFFT", "fft_lengths": (4, 6)}),
@@ -186,7 +191,10 @@ def _fft_samples():
             ("fft", (c128[..., :3],), {"fft_type": "IRFFT", "fft_lengths": (5,)}),
             ("fft", (c64,), {"fft_type": "FFT", "fft_lengths": (4, 6)}),
             ("fft", (x32,), {"fft_type": "RFFT", "fft_lengths": (6,)}),
-            ("fft", (c64[..., :4],), {"fft_type": "IRFFT", "fft_lengths": (6,)})]
+            ("fft", (c64[..., :4],), {"fft_type": "IRFFT", "fft_lengths": (6,)}),
+            # long enough to run as a host call on the CPU (funcgrad.core.prims.fft)
+            ("fft", (long,), {"fft_type": "RFFT", "fft_lengths": (300,)}),
+            ("fft", (long.astype(np.complex128),), {"fft_type": "IFFT", "fft_lengths": (300,)})]
 
 
 def _groups():
@@ -198,6 +206,9 @@ def _groups():
     groups["edge-cases"] = _edge_samples()
     groups["linalg-float64"] = _linalg_samples(np.float64)
     groups["linalg-float32"] = _linalg_samples(np.float32, full=False)
+    # the column algorithms and DFT products GPUs compile (host calls on the CPU)
+    groups["linalg-float64-compiled"] = _linalg_samples(np.float64, host=False)
+    groups["linalg-float32-compiled"] = _linalg_samples(np.float32, full=False, host=False)
     groups["fft"] = _fft_samples()
     return groups
 
@@ -250,7 +261,11 @@ def test_jit_matches_eager(group):
 
     with np.errstate(all="ignore"):
         eager = run(inputs)
-    jitted = fg.jit(run)(inputs)
+    compiled = group.endswith("-compiled")
+    with host_calls.without_host_calls() if compiled else contextlib.nullcontext():
+        jitted = fg.jit(run)(inputs)
+        host_called = "fghost." in fg.jit(run).lower(inputs).as_text()
+    assert host_called == (group == "fft" or (group.startswith("linalg") and not compiled))
     failures = []
     for (name, args, params), want, have in zip(samples, eager, jitted, strict=True):
         prim = registry[name]

@@ -496,7 +496,7 @@ def test_tensorinv_and_tensorsolve_grads_and_jit():
     _close(solution, np.linalg.tensorsolve(a, b))
 
 
-def test_eig_and_eigvals_match_numpy_eagerly_and_refuse_tracing():
+def test_eig_and_eigvals_match_numpy():
     a = np.random.default_rng(7).standard_normal((3, 4, 4))
     w, v = fnp.linalg.eig(fg.tensor(a))
     assert w.dtype == np.complex128 and v.dtype == np.complex128 and v.shape == (3, 4, 4)
@@ -507,7 +507,38 @@ def test_eig_and_eigvals_match_numpy_eagerly_and_refuse_tracing():
     rotation = fnp.linalg.eigvals(fg.tensor([[0.0, -1.0], [1.0, 0.0]]))
     assert rotation.dtype == np.complex64
     np.testing.assert_allclose(np.sort_complex(rotation.numpy()), [-1j, 1j], atol=1e-6)
-    with pytest.raises(TypeError, match="eig: a is traced"):
-        fg.jit(fnp.linalg.eigvals)(fg.ones((2, 2)))
+    assert fnp.linalg.eigvals(fg.ones((2, 2), dtype=fg.float16)).dtype == np.complex64
     with pytest.raises(ValueError, match="square matrix"):
         fnp.linalg.eig(fg.ones((2, 3)))
+    with pytest.raises(TypeError, match="eig: dtype int8 not supported"):
+        lax_linalg.eig(fg.ones((2, 2), dtype=fg.int8))
+
+
+def test_eig_under_jit_and_vmap_equals_eager():
+    a = fg.tensor(np.random.default_rng(8).standard_normal((3, 5, 5)))
+    eager = fnp.linalg.eig(a)
+    for got in (fg.jit(fnp.linalg.eig)(a), fg.vmap(fg.jit(fnp.linalg.eig))(a)):
+        for g, e in zip(got, eager, strict=True):
+            np.testing.assert_array_equal(g.numpy(), e.numpy())
+    nan = fg.jit(fnp.linalg.eigvals)(fg.tensor([[np.nan, 1.0], [0.0, 1.0]]))
+    assert np.isnan(nan.numpy()).all()
+
+
+def test_eig_has_no_gpu_lowering():
+    lowered = fg.jit(fnp.linalg.eigvals).lower(fg.ones((3, 3)))
+    with pytest.raises(Exception, match="eig has no cuda lowering: it runs on the CPU"):
+        lowered.compile(target="cuda", arch="sm_80")
+
+
+def test_eig_derivatives():
+    a = _general((4, 4), seed=9)
+    # phase-invariant functions of the eigenvectors: each column's phase is arbitrary
+    check_grads(lambda x: fnp.sum(fnp.real(LA.eigvals(x) ** 2) + fnp.imag(LA.eigvals(x))),
+                (fg.tensor(a),), order=2)
+    check_grads(lambda x: fnp.sum(fnp.abs(LA.eig(x)[1]) ** 3), (fg.tensor(a),), order=1)
+    rotation = np.array([[1.0, -2.0], [3.0, 1.0]])  # complex eigenvalues 1 +- i sqrt(6)
+    grad = fg.jit(fg.grad(lambda x: fnp.sum(fnp.abs(fnp.imag(LA.eigvals(x))))))
+    # w = a +- i sqrt(-b c) for [[a, b], [c, a]]: sum |Im w| = 2 sqrt(-b c), whose
+    # derivative in b is -c / sqrt(-b c)
+    np.testing.assert_allclose(grad(fg.tensor(rotation)).numpy()[0, 1], -3 / np.sqrt(6),
+                               rtol=1e-10)

@@ -132,10 +132,11 @@ def fft(x, fft_type: str, fft_lengths):
 
 
 # --- MLIR lowering ------------------------------------------------------------------------------
-# IREE 3.13 legalizes stablehlo.fft only for some cases (float32 RFFT, not float64), so
-# every transform lowers as products with DFT matrices (constants), one trailing axis at
-# a time.  The complex products are split into real ones, which every backend compiles.
-# O(n^2) per axis: meant for the moderate lengths jitted code uses.
+# On the CPU a long transform is a host call of ``_fft_impl`` (funcgrad.lowering.host_calls).
+# Short ones, and all on GPUs: IREE 3.13 legalizes stablehlo.fft only for some cases
+# (float32 RFFT, not float64), so they lower as products with DFT matrices (constants), one
+# trailing axis at a time.  The complex products are split into real ones, which every
+# backend compiles.  O(n^2) per axis: meant for the moderate lengths jitted code uses.
 
 
 def _dft_matrix(n, inverse, dtype):
@@ -221,8 +222,21 @@ def _fft_via_dft(x, *, fft_type, fft_lengths):
 
 def _declare_lowering():
     from funcgrad.lowering import rules
+    from funcgrad.lowering.host_calls import on_host
 
-    fft_p.lower = rules.via(_fft_via_dft)
+    # on the CPU NumPy's pocketfft runs long transforms, O(n log n); short ones, and all
+    # on GPUs, are products with DFT matrices
+    fft_p.lower = on_host(fft_p, rules.via(_fft_via_dft), worth_it=_long_transform)
+
+
+# Above this length a host call beats the DFT product on the CPU (rfft of 8 rows, a jit
+# call: length 256 66 us compiled against 155 us by a host call; 1024 554 against 186 us;
+# 4096 40 ms against 0.25 ms), and the DFT matrix grows as its square.
+_HOST_FFT_LENGTH = 256
+
+
+def _long_transform(in_avals, *, fft_type, fft_lengths):
+    return max(fft_lengths) > _HOST_FFT_LENGTH
 
 
 _declare_lowering()
