@@ -567,9 +567,10 @@ def roots(p, *, strip_zeros: bool = True):
     as the eigenvalues of its companion matrix, as ``jax.numpy.roots`` (complex64, or
     complex128 for float64/complex128 input).
 
-    Eager only: the eigenvalues come from NumPy, so ``p`` must be concrete (not under
-    jit/vmap/grad).  ``strip_zeros=True`` drops leading zero coefficients (the degree
-    shrinks); with False each one gives a NaN root instead, as JAX.
+    ``strip_zeros=True`` drops leading zero coefficients (the degree shrinks), so ``p``
+    must be concrete; with False the roots keep their number, which works under
+    jit/vmap/grad (on the CPU, as ``eig``), and a zero leading coefficient gives NaN
+    roots, as in JAX.
 
     >>> fnp.roots(fg.tensor([1.0, -3.0, 2.0]))
     tensor([2.+0.j, 1.+0.j], dtype=complex64)
@@ -579,9 +580,11 @@ def roots(p, *, strip_zeros: bool = True):
     if p.ndim != 1:
         raise ValueError(f"roots: p must be 0-d or 1-d, got shape {p.shape}")
     if not is_concrete(p):
-        raise TypeError("roots: p is traced here (jit/vmap/grad); roots needs concrete "
-                        "coefficients (its eigenvalues are computed by NumPy), so call it "
-                        "outside the transformation")
+        if strip_zeros:
+            raise TypeError("roots: p is traced here (jit/vmap/grad), and strip_zeros=True "
+                            "makes the number of roots depend on its values; pass "
+                            "strip_zeros=False (leading zeros then give NaN roots)")
+        return _companion_roots(p)
     dtype = dtypes.complex_dtype(p.dtype)
     values = np.asarray(p)
     if values.dtype.itemsize < 4:  # float16, bfloat16: NumPy's eigenvalues need float32
@@ -594,6 +597,28 @@ def roots(p, *, strip_zeros: bool = True):
     if not strip_zeros:
         found = np.concatenate([found, np.full(values.size - 1 - found.size, np.nan + 0j)])
     return asarray(found.astype(dtype))
+
+
+def _companion_roots(p):
+    """``roots(p, strip_zeros=False)`` for traced ``p``: the eigenvalues of a companion
+    matrix (what ``np.roots`` computes), with one NaN root per leading zero coefficient
+    (those are moved to the end, where they add zero roots that become the NaNs)."""
+    from funcgrad.numpy import _indexing, linalg
+
+    size = p.shape[0]
+    if size < 2:
+        return asarray(np.zeros(0, dtypes.complex_dtype(p.dtype)))
+    if p.dtype.itemsize < 4:  # float16, bfloat16: LAPACK needs float32
+        p = p.astype(np.float32)
+    nonzero = p != 0
+    leading = elt.where(red.any(nonzero), red.argmax(nonzero), size - 1)
+    p = elt.where(red.any(nonzero), p, 1)  # all zero: every root NaN below
+    p = p[(cre.arange(size) + leading) % size]
+    below = np.eye(size - 1, k=-1, dtype=p.dtype)[1:]  # the companion's subdiagonal ones
+    companion = shp.concatenate([(-p[1:] / p[0])[None, :], asarray(below)], axis=0)
+    found = linalg.eigvals(companion)
+    found = found[_indexing.argsort((found == 0).astype(np.int32))]  # zero roots last
+    return elt.where(cre.arange(size - 1) >= size - 1 - leading, np.nan, found)
 
 
 # --- unwrap and trim_zeros -------------------------------------------------------------------

@@ -390,8 +390,25 @@ def test_roots_matches_numpy():
     got = M.roots(t([0.0, 1.0, -3.0, 2.0]), strip_zeros=False).numpy()
     assert got.shape == (3,) and np.isnan(got[-1])  # one NaN per leading zero, as JAX
     close(_sorted_roots(got[:2]), [1.0, 2.0], tol=1e-12)
-    with pytest.raises(TypeError, match="roots: p is traced"):
+    with pytest.raises(TypeError, match="roots: p is traced.*pass strip_zeros=False"):
         fg.jit(M.roots)(t([1.0, 2.0]))
+
+
+def test_roots_without_stripping_works_under_jit_vmap_and_grad():
+    roots = fg.jit(lambda p: M.roots(p, strip_zeros=False))
+    for p in [[1.0, -6.0, 11.0, -6.0], [0.0, 1.0, -3.0, 2.0], [0.0, 0.0, 2.0, -1.0],
+              [2.0, 0.0, 1.0], [1.0, -1.0, 0.0], [0.0, 0.0]]:
+        got, want = roots(t(p)).numpy(), M.roots(t(p), strip_zeros=False).numpy()
+        assert got.shape == want.shape and got.dtype == np.complex128
+        assert np.array_equal(np.isnan(got), np.isnan(want)), (p, got, want)
+        close(_sorted_roots(got[~np.isnan(got)]), _sorted_roots(want[~np.isnan(want)]),
+              tol=1e-12)
+    batch = fg.vmap(lambda p: M.roots(p, strip_zeros=False))(t([[1.0, -3.0, 2.0],
+                                                               [1.0, 0.0, -4.0]]))
+    close(_sorted_roots(batch.numpy()[1]), [-2.0, 2.0], tol=1e-12)
+    # the roots sum to -p1 / p0
+    grad = fg.grad(lambda p: fnp.real(M.roots(p, strip_zeros=False)).sum())
+    close(grad(t([2.0, -6.0, 11.0, -6.0])), [-6.0 / 4, -0.5, 0.0, 0.0], tol=1e-8)
     with pytest.raises(ValueError, match=r"roots: p must be 0-d or 1-d, got shape \(1, 2\)"):
         M.roots(t([[1.0, 2.0]]))
 
