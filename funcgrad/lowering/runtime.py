@@ -172,6 +172,15 @@ class DeviceBuffer:
         return self._host
 
 
+def importable(array: np.ndarray) -> bool:
+    """Whether the run-time can use ``array``'s memory in place (by DLPack): contiguous,
+    64-byte aligned, writeable (DLPack refuses read-only arrays, e.g. mapped results) and
+    not bfloat16."""
+    return bool(array.flags.c_contiguous and array.size and array.flags.writeable
+                and array.__array_interface__["data"][0] % 64 == 0
+                and array.dtype != dtypes.bfloat16)
+
+
 def copy_to_device(rt_: _Runtime, array: np.ndarray):
     """Copy a host array into a new buffer view of ``rt_``'s device."""
     rt = rt_.rt
@@ -308,9 +317,7 @@ class Executable:
                     except Exception:
                         pass  # not importable here: copied through the host below
                 array = gpu.to_host(array)
-        if (type(array) is np.ndarray and array.flags.c_contiguous and array.size
-                and array.flags.writeable  # DLPack refuses read-only arrays (mapped results)
-                and array.ctypes.data % 64 == 0 and array.dtype != dtypes.bfloat16):
+        if type(array) is np.ndarray and importable(array):
             return self.rt.device.from_dlpack_capsule(array.__dlpack__())
         return self.to_device(array)
 

@@ -139,3 +139,20 @@ def test_a_cached_module_finds_its_host_kernels_in_a_new_process(tmp_path):
     for run in runs:
         assert run.returncode == 0 and "ok" in run.stdout, run.stderr[-2000:]
     assert "compiled" in runs[0].stderr and "compiled" not in runs[1].stderr
+
+
+def test_empty_operands_and_results():
+    empty = fg.tensor(np.zeros((0, 3, 3)))
+    np.testing.assert_array_equal(fg.jit(fnp.linalg.cholesky)(empty).numpy(),
+                                  np.zeros((0, 3, 3)))
+    w, v = fg.jit(fnp.linalg.eigh)(empty)
+    assert w.shape == (0, 3) and v.shape == (0, 3, 3)
+
+
+def test_a_long_fft_is_a_host_call_and_matches_numpy():
+    x = np.random.default_rng(4).standard_normal((3, 1000))
+    f = fg.jit(lambda x: fnp.fft.irfft(fnp.fft.rfft(x) * 2, n=1000))
+    assert "fghost.fft_0" in f.lower(fg.tensor(x)).as_text()
+    np.testing.assert_allclose(f(fg.tensor(x)).numpy(), 2 * x, rtol=1e-12, atol=1e-12)
+    short = fg.jit(lambda x: fnp.fft.rfft(x)).lower(fg.tensor(x[:, :64])).as_text()
+    assert "fghost" not in short  # short transforms stay compiled DFT products

@@ -137,6 +137,29 @@ def test_results_of_a_small_program_feed_a_large_one_without_a_copy(monkeypatch)
                                rtol=1e-5)
 
 
+def test_an_unaligned_host_array_is_copied_once_not_on_every_call(monkeypatch):
+    """fnp.asarray wraps a NumPy array without copying it; one not 64-byte aligned cannot
+    be handed to the run-time in place, so the Tensor keeps an aligned copy."""
+    from funcgrad.lowering.runtime import Executable
+
+    raw = np.zeros((1 << 16) + 16, np.float32)
+    start = (16 - raw.ctypes.data % 64) % 64 // 4  # 16 bytes past a 64-byte boundary
+    unaligned = raw[start:start + (1 << 16)]
+    unaligned[:] = np.arange(1 << 16)
+    assert unaligned.ctypes.data % 64 != 0
+    x = fnp.asarray(unaligned)
+    f = fg.jit(lambda x: x * 2.0)
+    f(x)  # compiles, and swaps in the aligned copy
+    copies, to_device = [], Executable.to_device
+    monkeypatch.setattr(Executable, "to_device",
+                        lambda self, a: copies.append(a.shape) or to_device(self, a))
+    for _ in range(3):
+        np.testing.assert_array_equal(f(x).numpy(), np.arange(1 << 16) * 2.0)
+    assert copies == []
+    small = fnp.asarray(unaligned[1:9])  # small arrays are simply copied each call
+    np.testing.assert_array_equal(f(small).numpy(), np.arange(1, 9) * 2.0)
+
+
 # --- programs on the worker threads return at once; funcgrad waits for their fence ----------
 
 
