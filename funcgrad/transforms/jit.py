@@ -505,7 +505,8 @@ class Lowered:
 
         holder = session_for("cpu")
         with holder.lock, holder.session.context:
-            # the portable StableHLO program (no CPU-only fused scans)
+            # the StableHLO program without CPU-only fused scans (host calls stay: as
+            # JAX's text holds its LAPACK custom calls)
             return str(lower_module(self._entry.program, holder.session.context)[0])
 
     def compile(self, target: str = "cpu", arch: str | None = None):
