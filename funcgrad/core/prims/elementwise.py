@@ -846,12 +846,14 @@ def _declare_math_fallbacks():
         acosh_p: math64.acosh, atanh_p: math64.atanh, rem_p: math64.fmod,
     }
     # computed in float64 and rounded: the native float32 expansions are wrong for huge
-    # arguments (sin/cos/tan give inf) and at zeros and infinities (atan2 gives NaN)
-    all_floats = {sin_p, cos_p, tan_p, atan2_p}
+    # arguments (sin/cos/tan give inf) and at zeros and infinities (atan2 gives NaN);
+    # sin/cos/tan reduce their (float32) argument by a table, exactly for every value
+    all_floats = {sin_p: math64.narrow_sin, cos_p: math64.narrow_cos,
+                  tan_p: math64.narrow_tan, atan2_p: math64.in_float64(math64.atan2)}
     for prim, function in float64_only.items():
         fallback = {f64: rules.via(function)}
         if prim in all_floats:
-            narrow = rules.via(math64.in_float64(function))
+            narrow = rules.via(all_floats[prim])
             fallback.update({dtypes.float32: narrow, dtypes.float16: narrow,
                              dtypes.bfloat16: narrow})
         native = prim.lower
