@@ -89,8 +89,14 @@ def test_a_program_on_the_worker_threads_waits_for_its_host_calls():
     rng = np.random.default_rng(3)
     big = fg.tensor(rng.standard_normal((1024, 1024)).astype(np.float32))
     a = fg.tensor(_spd(8))
-    f = fg.jit(lambda m, x: (m @ m, fnp.linalg.cholesky(x + m[:8, :8] * 0)))
-    product, factor = f(big, a)
+
+    def body(i, x):  # host calls inside a loop of the asynchronous program
+        return fnp.linalg.cholesky(x @ x.T + 8 * fnp.eye(8)) / 3
+
+    f = fg.jit(lambda m, x: (m @ m, fnp.linalg.cholesky(x + m[:8, :8] * 0),
+                             fori_loop(0, 3, body, x + m[0, 0] * 0)))
+    product, factor, looped = f(big, a)
+    np.testing.assert_array_equal(looped.numpy(), fori_loop(0, 3, body, a).numpy())
     program = next(iter(f._cache.values())).program
     assert jit_module._cpu_plan(program)[1] == "local-task"
     assert program._executable.asynchronous
