@@ -36,6 +36,15 @@ def _cuda_mlir(fun, *args):
         return str(module)
 
 
+def test_decompositions_and_long_ffts_compile_for_cuda_instead_of_calling_the_host():
+    a, x = fg.ones((4, 4)) + 4 * fnp.eye(4), fg.ones(300)
+    fun = lambda a, x: (fnp.linalg.cholesky(a), fnp.fft.rfft(x))
+    gpu = _cuda_mlir(fun, a, x)
+    assert "fghost" not in gpu and "stablehlo.while" in gpu  # the column algorithm
+    cpu = fg.jit(fun).lower(a, x).as_text()
+    assert "call @fghost.cholesky_0" in cpu and "call @fghost.fft_1" in cpu
+
+
 def test_float32_matmuls_for_cuda_get_funcgrad_tiles():
     # the step's products: forward (lhs, rhs as stored), backward (one operand transposed)
     x, w1, w2 = fg.ones((128, 784)), fg.ones((784, 512)), fg.ones((512, 10))
