@@ -282,7 +282,8 @@ def _reduce_narrow(a):
     power = bitcast_convert_type(ew.shift_left_p.bind(1023 - e, full_like(e, 52)), a.dtype)
     m = a * power  # the integer significand (exact: a power of two)
     row = e - _NARROW_MIN_E
-    c_hi, c_mid, c_lo = (take(_TWO_OVER_PI_MOD_4[:, i], row, mode="clip") for i in range(3))
+    rows = take(_TWO_OVER_PI_MOD_4, row, axis=0, mode="clip")  # one gather of 3 parts
+    c_hi, c_mid, c_lo = (rows[..., i] for i in range(3))
     whole = m * c_hi  # exact, < 2**26, a multiple of 2**-26
     whole = whole - 4.0 * ew.floor(whole * 0.25)
     s, err = _two_sum(whole, m * c_mid)  # m * c_mid exact
