@@ -137,6 +137,18 @@ def test_results_of_a_small_program_feed_a_large_one_without_a_copy(monkeypatch)
                                rtol=1e-5)
 
 
+def test_transcendental_functions_count_as_heavier_work_for_the_threads():
+    """1M float32 additions stay on one thread (local-sync); 1M sines, about a hundred
+    operations each, take the worker threads (local-task): 9.5 -> 5.2 ms on two cores."""
+    from funcgrad.transforms.jit import _cpu_plan
+
+    x = fg.ones(1 << 20)
+    plan = lambda f: _cpu_plan(fg.jit(f)._entry((x,), {})[0].program)[1]
+    assert plan(lambda v: v + 1.0) == "local-sync"
+    assert plan(fnp.sin) == "local-task"
+    assert plan(lambda v: fnp.sin(v[:1000])) == "local-sync"  # small: not worth waking them
+
+
 def test_an_unaligned_host_array_is_copied_once_not_on_every_call(monkeypatch):
     """fnp.asarray wraps a NumPy array without copying it; one not 64-byte aligned cannot
     be handed to the run-time in place, so the Tensor keeps an aligned copy."""
