@@ -234,6 +234,28 @@ def _triangular_solve_impl(a, b, *, left_side, lower, transpose_a, unit_diagonal
     return _triangular_solve_numpy(a, b, left_side, lower, transpose_a, unit_diagonal)
 
 
+def _triangular_solve_lapack(a, b, left_side, lower, transpose_a, unit_diagonal):
+    """LAPACK's trtrs matrix by matrix (SciPy's wrapper): O(n^2) per right-hand side,
+    where ``np.linalg.solve`` would factor the triangle again.  A zero pivot falls back
+    to substitution (inf/NaN, as a compiled solver gives)."""
+    from scipy.linalg import lapack
+
+    batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    a = np.broadcast_to(a, batch + a.shape[-2:]).reshape(-1, *a.shape[-2:])
+    b = np.broadcast_to(b, batch + b.shape[-2:]).reshape(-1, *b.shape[-2:])
+    trtrs = lapack.get_lapack_funcs("trtrs", (a, b))
+    # X op(A) = B  <=>  op(A)^T X^T = B^T; the transposes stay plain for complex inputs
+    trans = int(transpose_a != (not left_side))
+    out = np.empty(b.shape, b.dtype)
+    for i in range(b.shape[0]):
+        rhs = b[i] if left_side else b[i].T
+        x, info = trtrs(a[i], rhs, lower=int(lower), trans=trans, unitdiag=int(unit_diagonal))
+        if info > 0:
+            x = _triangular_solve_numpy(a[i], rhs, True, lower, bool(trans), unit_diagonal)
+        out[i] = x if left_side else x.T
+    return out.reshape(batch + b.shape[-2:])
+
+
 def _triangular_solve_numpy(a, b, left_side, lower, transpose_a, unit_diagonal):
     """All the matrices at once: ``np.linalg.solve`` on the triangles (substitution where
     one is singular)."""
@@ -333,28 +355,6 @@ def triangular_solve(a, b, *, left_side: bool = False, lower: bool = False,
 # --- lu: P A = L U with partial pivoting -----------------------------------------------------
 # Results: lu (L below the diagonal with an implicit unit diagonal, U on and above it),
 # pivots (LAPACK's row swaps, 0-based, int32) and permutation (A[permutation] = L U).
-
-def _triangular_solve_lapack(a, b, left_side, lower, transpose_a, unit_diagonal):
-    """LAPACK's trtrs matrix by matrix (SciPy's wrapper): O(n^2) per right-hand side,
-    where ``np.linalg.solve`` would factor the triangle again.  A zero pivot falls back
-    to substitution (inf/NaN, as a compiled solver gives)."""
-    from scipy.linalg import lapack
-
-    batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
-    a = np.broadcast_to(a, batch + a.shape[-2:]).reshape(-1, *a.shape[-2:])
-    b = np.broadcast_to(b, batch + b.shape[-2:]).reshape(-1, *b.shape[-2:])
-    trtrs = lapack.get_lapack_funcs("trtrs", (a, b))
-    # X op(A) = B  <=>  op(A)^T X^T = B^T; the transposes stay plain for complex inputs
-    trans = int(transpose_a != (not left_side))
-    out = np.empty(b.shape, b.dtype)
-    for i in range(b.shape[0]):
-        rhs = b[i] if left_side else b[i].T
-        x, info = trtrs(a[i], rhs, lower=int(lower), trans=trans, unitdiag=int(unit_diagonal))
-        if info > 0:
-            x = _triangular_solve_numpy(a[i], rhs, True, lower, bool(trans), unit_diagonal)
-        out[i] = x if left_side else x.T
-    return out.reshape(batch + b.shape[-2:])
-
 
 lu_p = Primitive("lu", multiple_results=True, keeps_weak=False)
 
