@@ -204,14 +204,21 @@ def _keep_zero(x, out):
     return _where(ew.eq(x, full_like(x, 0)), x, out)
 
 
+def _in_quadrant(kind, quadrant, s, c):
+    """sin, cos or tan of ``quadrant * pi/2 + r`` from ``s = sin r`` and ``c = cos r``."""
+    if kind == "tan":
+        odd = ew.eq(quadrant, full_like(quadrant, 1)) | ew.eq(quadrant, full_like(quadrant, 3))
+        return _where(odd, -c / s, s / c)
+    q = ew.convert_element_type(quadrant, dtypes.int32)
+    return ew.select_n(q, s, c, -s, -c) if kind == "sin" else ew.select_n(q, c, -s, -c, s)
+
+
 def sin(x):
     """Sine; float64 within 1 ulp for |x| < 2**27 * pi/2.
 
     >>> sin(fg.tensor([0.5]))
     """
-    quadrant, s, c = _sin_cos(x)
-    q = ew.convert_element_type(quadrant, dtypes.int32)
-    return _keep_zero(x, ew.select_n(q, s, c, -s, -c))
+    return _keep_zero(x, _in_quadrant("sin", *_sin_cos(x)))
 
 
 def cos(x):
@@ -219,9 +226,7 @@ def cos(x):
 
     >>> cos(fg.tensor([0.5]))
     """
-    quadrant, s, c = _sin_cos(x)
-    q = ew.convert_element_type(quadrant, dtypes.int32)
-    return ew.select_n(q, c, -s, -c, s)
+    return _in_quadrant("cos", *_sin_cos(x))
 
 
 def tan(x):
@@ -229,9 +234,7 @@ def tan(x):
 
     >>> tan(fg.tensor([0.5]))
     """
-    quadrant, s, c = _sin_cos(x)
-    odd = ew.eq(quadrant, full_like(quadrant, 1)) | ew.eq(quadrant, full_like(quadrant, 3))
-    return _keep_zero(x, _where(odd, -c / s, s / c))
+    return _keep_zero(x, _in_quadrant("tan", *_sin_cos(x)))
 
 
 # --- float32 and narrower arguments: an exact reduction for every finite value ----------------
@@ -306,16 +309,9 @@ def _narrow(kind):
         dtype = x.dtype
         wide = ew.convert_element_type(x, dtypes.float64)
         quadrant, hi, lo = _reduce_narrow(ew.abs(wide))
-        q = ew.convert_element_type(quadrant, dtypes.int32)
-        s, c = _kernel_sin(hi, lo), _kernel_cos(hi, lo)
-        if kind == "cos":
-            out = ew.select_n(q, c, -s, -c, s)
-        elif kind == "sin":
-            out = _keep_zero(wide, _with_sign_of(ew.select_n(q, s, c, -s, -c), wide))
-        else:
-            odd = ew.eq(quadrant, full_like(quadrant, 1)) | ew.eq(quadrant,
-                                                                  full_like(quadrant, 3))
-            out = _keep_zero(wide, _with_sign_of(_where(odd, -c / s, s / c), wide))
+        out = _in_quadrant(kind, quadrant, _kernel_sin(hi, lo), _kernel_cos(hi, lo))
+        if kind != "cos":  # odd functions (+-0 stay themselves)
+            out = _with_sign_of(out, wide)
         return ew.convert_element_type(out, dtype)
 
     function.__name__ = f"narrow_{kind}"
