@@ -144,6 +144,12 @@ def _hermitian_from_lower(x):
     return below + _mH(below) + _eye(x.shape[-1], x.dtype) * _real(x)
 
 
+def _lapack_one_by_one(batch_shape, size) -> bool:
+    """Whether to call LAPACK matrix by matrix rather than run one NumPy step per column
+    over the whole batch: unless the matrices are many more than their size."""
+    return int(np.prod(batch_shape, dtype=np.int64)) <= max(size, 4)
+
+
 def _per_matrix(fn, x, out_shapes):
     """Apply a LAPACK wrapper matrix by matrix, filling NaN where it fails (as JAX does)."""
     flat = x.reshape(-1, *x.shape[-2:])
@@ -229,7 +235,7 @@ def _substitute(t, b, lower):
 
 def _triangular_solve_impl(a, b, *, left_side, lower, transpose_a, unit_diagonal):
     batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
-    if b.size and int(np.prod(batch, dtype=np.int64)) <= max(a.shape[-1], 4):
+    if b.size and _lapack_one_by_one(batch, a.shape[-1]):
         return _triangular_solve_lapack(a, b, left_side, lower, transpose_a, unit_diagonal)
     return _triangular_solve_numpy(a, b, left_side, lower, transpose_a, unit_diagonal)
 
@@ -361,10 +367,7 @@ lu_p = Primitive("lu", multiple_results=True, keeps_weak=False)
 
 def _lu_impl(a):
     *batch, m, n = a.shape
-    count = int(np.prod(batch, dtype=np.int64))
-    # LAPACK's getrf matrix by matrix, unless the matrices are so many and so small that
-    # one NumPy step per column over all of them at once is quicker
-    if m and n and count <= max(min(m, n), 4):
+    if m and n and _lapack_one_by_one(batch, min(m, n)):
         return _lu_lapack(a)
     return _lu_columns(a)
 
