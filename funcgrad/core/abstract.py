@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from funcgrad.core import dtypes
@@ -34,7 +36,7 @@ class ShapedArray:
 
     @property
     def size(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64))
+        return math.prod(self.shape)
 
     def strip_weak(self) -> ShapedArray:
         return ShapedArray(self.shape, self.dtype, False) if self.weak_type else self

@@ -7,6 +7,7 @@ so they work unchanged on tracers, which subclass Tensor).
 
 from __future__ import annotations
 
+import ctypes
 import math
 
 import numpy as np
@@ -409,13 +410,21 @@ def _stack_nested(data, dtype) -> Tensor:
 ALIGNMENT = 64
 
 
+def data_address(array: np.ndarray) -> int:
+    """Where a writeable C-contiguous non-empty ``array``'s data starts in memory.
+
+    (A ctypes view of the buffer: 0.8 us, against 3-4 us for ``__array_interface__`` or
+    ``.ctypes``, which build dictionaries and objects; jit calls ask for each input.)"""
+    return ctypes.addressof(ctypes.c_char.from_buffer(array))
+
+
 def aligned_empty(shape, dtype) -> np.ndarray:
     """An uninitialized C-contiguous array whose data starts on a 64-byte boundary, so a
     jit call can hand it to the run-time without copying (the run-time requires it)."""
     dtype = np.dtype(dtype)
-    nbytes = math.prod(shape) * dtype.itemsize  # (math.prod and the array interface are
-    raw = np.empty(nbytes + ALIGNMENT, dtype=np.uint8)  # several us quicker than np.prod
-    offset = -raw.__array_interface__["data"][0] % ALIGNMENT  # and .ctypes)
+    nbytes = math.prod(shape) * dtype.itemsize  # (several us quicker than np.prod)
+    raw = np.empty(nbytes + ALIGNMENT, dtype=np.uint8)
+    offset = -data_address(raw) % ALIGNMENT
     return raw[offset:offset + nbytes].view(dtype).reshape(shape)
 
 

@@ -113,6 +113,13 @@ class _Kernel:
         self.in_avals = [ShapedArray(tuple(s), np.dtype(d)) for s, d in record["in"]]
         self.out_avals = [ShapedArray(tuple(s), np.dtype(d)) for s, d in record["out"]]
         self.asynchronous = asynchronous
+        # worked out once: a call costs tens of microseconds, each of them counts
+        from funcgrad.core.tensor import aligned_copy
+        from funcgrad.lowering.runtime import _storage_dtype, copy_to_device
+
+        self._aligned_copy, self._copy_to_device = aligned_copy, copy_to_device
+        self._reads = [(a.shape, _storage_dtype(a.dtype), a.dtype, a.size)
+                       for a in self.in_avals]
 
     def __call__(self, _module_state, *refs):
         rt = self.rt_.rt
@@ -122,9 +129,10 @@ class _Kernel:
             wait.deref(rt.HalFence).wait()
             signal = signal.deref(rt.HalFence)
         try:
-            mapped = [ref.deref(rt.HalBufferView).map() if a.size else None
-                      for ref, a in zip(refs, self.in_avals, strict=True)]
-            arrays = [_host_array(m, a) for m, a in zip(mapped, self.in_avals, strict=True)]
+            view_type = rt.HalBufferView
+            mapped = [ref.deref(view_type).map() if read[3] else None
+                      for ref, read in zip(refs, self._reads, strict=True)]
+            arrays = [_host_array(m, *read) for m, read in zip(mapped, self._reads, strict=True)]
             with np.errstate(all="ignore"):
                 outs = self.impl(*arrays, **self.params)
             outs = list(outs) if self.prim.multiple_results else [outs]
@@ -141,17 +149,14 @@ class _Kernel:
     def _device_copy(self, value, aval):
         """A buffer view of a result: copied into 64-byte aligned memory, which the
         run-time takes over without another copy (DLPack)."""
-        from funcgrad.core.tensor import aligned_copy
-        from funcgrad.lowering.runtime import copy_to_device
-
         array = np.asarray(value)
         if array.shape != aval.shape:
             raise ValueError(f"{self.prim.name}: the host kernel returned shape {array.shape},"
                              f" expected {aval.shape}")
         array = array.astype(aval.dtype, copy=False)
         if not array.size:
-            return copy_to_device(self.rt_, array)
-        return self.rt_.device.from_dlpack_capsule(aligned_copy(array).__dlpack__())
+            return self._copy_to_device(self.rt_, array)
+        return self.rt_.device.from_dlpack_capsule(self._aligned_copy(array).__dlpack__())
 
 
 def _tuples(value):
@@ -159,14 +164,12 @@ def _tuples(value):
     return tuple(_tuples(v) for v in value) if isinstance(value, list) else value
 
 
-def _host_array(mapped, aval):
-    """A read-only NumPy view of a mapped operand (valid while ``mapped`` lives)."""
-    from funcgrad.lowering.runtime import _storage_dtype
-
-    if not aval.size:
-        return np.empty(aval.shape, aval.dtype)
-    raw = _storage_dtype(aval.dtype)
-    array = mapped.asarray(aval.shape, raw)
-    array = array.view(aval.dtype) if raw != aval.dtype else array
+def _host_array(mapped, shape, raw, dtype, size):
+    """A read-only NumPy view of a mapped operand (valid while ``mapped`` lives), of
+    ``shape`` and ``dtype`` stored as ``raw``."""
+    if not size:
+        return np.empty(shape, dtype)
+    array = mapped.asarray(shape, raw)
+    array = array.view(dtype) if raw != dtype else array
     array.flags.writeable = False
     return array

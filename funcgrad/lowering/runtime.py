@@ -17,6 +17,7 @@ import time
 import numpy as np
 
 from funcgrad.core import dtypes
+from funcgrad.core.tensor import ALIGNMENT, data_address
 from funcgrad.lowering import host_calls
 
 _MPI_LAUNCHER_VARIABLES = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "MPIEXEC_HOSTNAME")
@@ -177,7 +178,7 @@ def importable(array: np.ndarray) -> bool:
     64-byte aligned, writeable (DLPack refuses read-only arrays, e.g. mapped results) and
     not bfloat16."""
     return bool(array.flags.c_contiguous and array.size and array.flags.writeable
-                and array.__array_interface__["data"][0] % 64 == 0
+                and data_address(array) % ALIGNMENT == 0
                 and array.dtype != dtypes.bfloat16)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import builtins
+import math
 import operator
 
 import numpy as np
@@ -36,12 +37,12 @@ def _resolve_shape(name, shape, size):
     if len(unknown) > 1:
         raise ValueError(f"{name}: can only specify one unknown dimension (-1), got {shape}")
     if unknown:
-        known = int(np.prod([d for d in shape if d != -1], dtype=np.int64))
+        known = math.prod([d for d in shape if d != -1])
         if known == 0 or size % known:
             raise ValueError(f"{name}: cannot reshape a tensor of size {size} into shape "
                              f"{tuple(shape)}")
         shape[unknown[0]] = size // known
-    if int(np.prod(shape, dtype=np.int64)) != size or builtins.any(d < 0 for d in shape):
+    if math.prod(shape) != size or builtins.any(d < 0 for d in shape):
         raise ValueError(f"{name}: cannot reshape a tensor of size {size} into shape "
                          f"{tuple(shape)}")
     return tuple(shape)

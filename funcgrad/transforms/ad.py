@@ -12,6 +12,7 @@ those, so every combination with ``vmap`` and with themselves composes.
 from __future__ import annotations
 
 import functools
+import math
 
 import numpy as np
 import optree
@@ -492,7 +493,7 @@ def _std_basis(flat):
     """Identity rows split per leaf: a list of (N, *leaf.shape) tensors, N = total size."""
     from funcgrad.numpy import eye, reshape
 
-    sizes = [int(np.prod(p.shape, dtype=np.int64)) for p in flat]
+    sizes = [math.prod(p.shape) for p in flat]
     total = sum(sizes)
     dtype = dtypes.result_type(*[p.dtype for p in flat]) if flat else dtypes.float32
     basis = eye(total, dtype=dtype)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import inspect
 import logging
+import math
 import os
 import threading
 import types
@@ -102,7 +103,7 @@ def _largest_step(program: IR, dots_only: bool = False) -> int:
         work *= _ELEMENT_COST.get(eqn.prim.name, 1)
         if is_dot:
             (lc, _), _ = eqn.params["dimension_numbers"]
-            k = int(np.prod([eqn.inputs[0].aval.shape[a] for a in lc], dtype=np.int64))
+            k = math.prod([eqn.inputs[0].aval.shape[a] for a in lc])
             work *= max(k, 1)
         for value in eqn.params.values():
             subs = value if isinstance(value, tuple) else (value,)

@@ -6,6 +6,8 @@ has the batch axes, then lhs's free axes, then rhs's free axes (as XLA's DotGene
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from funcgrad.core import dtypes
@@ -79,7 +81,7 @@ def _dot_impl(lhs, rhs, *, dimension_numbers, preferred_element_type=None):
         lhs = lhs if lhs.flags.c_contiguous else lhs.copy()
         rhs = rhs if rhs.flags.c_contiguous else rhs.copy()
         return np.einsum(spec, lhs, rhs).astype(out_dtype, copy=False)
-    size = lambda x, axes: int(np.prod([x.shape[a] for a in axes], dtype=np.int64))
+    size = lambda x, axes: math.prod([x.shape[a] for a in axes])
     batch_shape = tuple(lhs.shape[a] for a in lb)
     a = np.transpose(lhs, (*lb, *lf, *lc)).reshape(size(lhs, lb), size(lhs, lf), size(lhs, lc))
     b = np.transpose(rhs, (*rb, *rc, *rf)).reshape(size(rhs, rb), size(rhs, rc), size(rhs, rf))

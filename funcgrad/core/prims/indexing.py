@@ -10,6 +10,8 @@ Everything else (NumPy-style indexing, ``.at[]``, take, dynamic slices) composes
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from funcgrad.core import dtypes
@@ -197,7 +199,7 @@ def _product_of_colliding_others(indices, updates):
     (1 where none): exact with zero updates.  Indices known to be unique skip the O(n^2)
     pairwise comparison."""
     batch = indices.shape[:-1]
-    n = int(np.prod(batch, dtype=np.int64))
+    n = math.prod(batch)
     rows = _concrete_rows(indices)
     if rows is not None and _distinct(rows):
         return full(updates.shape, 1, updates.dtype)
@@ -265,7 +267,7 @@ def _landed_updates(indices, axes, shape, overwrite: bool):
     from funcgrad.core.prims.reductions import reduce_and
 
     batch = indices.shape[:-1]
-    n = int(np.prod(batch, dtype=np.int64))
+    n = math.prod(batch)
     space = tuple(shape[a] for a in axes)
     rows = _concrete_rows(indices)
     if rows is not None:  # concrete: skip the mask when every update lands
@@ -741,7 +743,7 @@ def _scatter_one_by_one(operand, indices, updates, *, axes, mode):
     from funcgrad.transforms.control_flow import fori_loop
 
     batch = indices.shape[:-1]
-    n = int(np.prod(batch, dtype=np.int64))
+    n = math.prod(batch)
     rows = reshape(indices, (n, 1, indices.shape[-1]))
     rest = updates.shape[len(batch):]
     values = reshape(updates, (n, 1, *rest))

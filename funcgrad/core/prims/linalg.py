@@ -14,6 +14,8 @@ singular values are real.  Eigenvector and singular vector phases are canonical:
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from funcgrad.core import dtypes
@@ -147,7 +149,7 @@ def _hermitian_from_lower(x):
 def _lapack_one_by_one(batch_shape, size) -> bool:
     """Whether to call LAPACK matrix by matrix rather than run one NumPy step per column
     over the whole batch: unless the matrices are many more than their size."""
-    return int(np.prod(batch_shape, dtype=np.int64)) <= max(size, 4)
+    return math.prod(batch_shape) <= max(size, 4)
 
 
 def _per_matrix(fn, x, out_shapes):

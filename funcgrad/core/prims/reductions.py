@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from funcgrad.core import dtypes
@@ -148,7 +150,7 @@ def _prod_jvp(primals, tangents, *, axes):
     for k, a in enumerate(sorted(axes)):
         moved = moveaxis(moved, a, x.ndim - 1 - (len(axes) - 1 - k))
     lead = moved.shape[: x.ndim - len(axes)]
-    n = int(np.prod([x.shape[a] for a in axes], dtype=np.int64))
+    n = math.prod([x.shape[a] for a in axes])
     from funcgrad.core.prims.structural import reshape
 
     flat = reshape(moved, (*lead, n))

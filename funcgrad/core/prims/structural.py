@@ -6,6 +6,8 @@ can (tensors are immutable, so sharing memory is safe).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from funcgrad.core import dtypes
@@ -109,7 +111,7 @@ reshape_p = Primitive("reshape", linear=True)
 
 
 def _reshape_rule(x, *, new_sizes):
-    if int(np.prod(new_sizes, dtype=np.int64)) != x.size:
+    if math.prod(new_sizes) != x.size:
         raise ValueError(f"reshape: cannot reshape shape {x.shape} ({x.size} elements) into "
                          f"{new_sizes}")
     return ShapedArray(new_sizes, x.dtype, x.weak_type)
