@@ -392,8 +392,8 @@ def _dynamic_slice_batch(axis_size, args, dims, *, slice_sizes):
     if all(d is None for d in dims[1:]):
         return dynamic_slice(x, (0, *starts), (axis_size, *slice_sizes)), 0
     # a window per batch element: a gather of each one's positions
-    return gather(x, _batched_windows(x.shape[1:], starts, dims[1:], slice_sizes,
-                                      axis_size), tuple(range(x.ndim))), 0
+    return gather(x, _window_positions(x.shape[1:], starts, slice_sizes, dims[1:],
+                                       axis_size), tuple(range(x.ndim))), 0
 
 
 def _dynamic_update_slice_impl(x, update, *starts):
@@ -442,25 +442,28 @@ def _dynamic_update_slice_batch(axis_size, args, dims):
     update = _to_front_or_broadcast(update, dims[1], axis_size)
     if all(d is None for d in dims[2:]):
         return dynamic_update_slice(x, update, (0, *starts)), 0
-    indices = _batched_windows(x.shape[1:], starts, dims[2:], update.shape[1:], axis_size)
+    indices = _window_positions(x.shape[1:], starts, update.shape[1:], dims[2:], axis_size)
     return scatter(x, indices, update, tuple(range(x.ndim)), "set"), 0
 
 
-def _batched_windows(shape, starts, dims, sizes, axis_size):
-    """The positions (batch position first) of each batch element's window of ``sizes``
-    in an operand of per-element ``shape``, its starts batched along ``dims`` (or shared):
-    int32 of shape ``(axis_size, *sizes, 1 + len(shape))``."""
-    columns = [iota(dtypes.int32, (axis_size, *sizes, 1), 0)]
+def _window_positions(shape, starts, sizes, dims=None, axis_size=None):
+    """The positions of a window of ``sizes`` in an operand of ``shape`` at the (clamped)
+    ``starts``: int32 of shape ``(*sizes, len(shape))``.  With ``axis_size``, one window per
+    batch element, the starts batched along ``dims`` (``None``: shared), batch position
+    first: ``(axis_size, *sizes, 1 + len(shape))``."""
+    lead = () if axis_size is None else (axis_size,)
+    grid = (*lead, *sizes)
+    columns = [iota(dtypes.int32, (*grid, 1), 0)] if lead else []
+    dims = (None,) * len(starts) if dims is None else dims
     for k, (s, d, size, n) in enumerate(zip(starts, dims, shape, sizes, strict=True)):
-        s = ew.convert_element_type(s, dtypes.int32)
+        s = ew.convert_element_type(_as_tensor(s), dtypes.int32)
         s = s if d is None else moveaxis(s, d, 0)
         s = ew.max(ew.min(s, full(s.shape, size - n, dtypes.int32)),
                    full(s.shape, 0, dtypes.int32))
-        s = broadcast_in_dim(s, (axis_size, *sizes, 1), () if d is None else (0,))
-        position = reshape(iota(dtypes.int32, (axis_size, *sizes), k + 1),
-                           (axis_size, *sizes, 1))
+        s = broadcast_in_dim(s, (*grid, 1), () if d is None else (0,))
+        position = reshape(iota(dtypes.int32, grid, len(lead) + k), (*grid, 1))
         columns.append(ew.add(position, s))
-    return concatenate(columns, len(sizes) + 1)
+    return concatenate(columns, len(grid))
 
 
 dynamic_slice_p.impl = _dynamic_slice_impl
@@ -505,14 +508,6 @@ def dynamic_update_slice(x, update, start_indices):
 # --- compositions used across the library --------------------------------------------------
 
 
-def index_grid(shape, dtype=dtypes.int32):
-    """All positions of ``shape`` as an int tensor of shape ``(*shape, len(shape))``."""
-    cols = [reshape(iota(dtype, shape, d), (*shape, 1)) for d in range(len(shape))]
-    if not cols:
-        return broadcast_in_dim(np.zeros((), dtype), (0,), ())
-    return concatenate(cols, len(shape))
-
-
 def take_along_axis(x, idx, axis: int):
     """``out[..., i, ...] = x[..., idx[..., i, ...], ...]`` along ``axis`` (shapes equal
     except along ``axis``)."""
@@ -526,32 +521,13 @@ def take_along_axis(x, idx, axis: int):
 
 def dynamic_slice_by_gather(x, *starts, slice_sizes):
     """``dynamic_slice`` as a gather of the window's positions (its ONNX export)."""
-    return gather(x, _window_indices(x.shape, starts, slice_sizes), tuple(range(x.ndim)))
+    return gather(x, _window_positions(x.shape, starts, slice_sizes), tuple(range(x.ndim)))
 
 
 def dynamic_update_slice_by_scatter(x, update, *starts):
     """``dynamic_update_slice`` as a scatter to the window's positions (its ONNX export)."""
-    indices = _window_indices(x.shape, starts, update.shape)
+    indices = _window_positions(x.shape, starts, update.shape)
     return scatter(x, indices, update, tuple(range(x.ndim)), "set")
-
-
-def _window_indices(shape, start_indices, sizes):
-    """The positions of a ``sizes`` window of ``shape`` at the (clamped) starts, as an int
-    tensor of shape ``(*sizes, len(shape))``."""
-    grid = index_grid(sizes)
-    starts = []
-    for s, size, n in zip(start_indices, shape, sizes, strict=False):
-        s = ew.convert_element_type(_as_tensor(s), dtypes.int32)
-        s = ew.max(ew.min(s, _scalar(size - n)), _scalar(0))
-        starts.append(reshape(s, (1,)))
-    offset = broadcast_in_dim(concatenate(starts, 0), grid.shape, (grid.ndim - 1,))
-    return ew.add(grid, offset)
-
-
-def _scalar(v):
-    from funcgrad.core.tensor import wrap
-
-    return wrap(np.asarray(v, np.int32))
 
 
 def _as_tensor(v):
