@@ -411,7 +411,8 @@ ALIGNMENT = 64
 
 
 def data_address(array: np.ndarray) -> int:
-    """Where a writeable C-contiguous non-empty ``array``'s data starts in memory.
+    """Where a writeable C-contiguous non-empty ``array``'s data starts in memory; its
+    dtype must be one of NumPy's own (ctypes refuses bfloat16's buffer format).
 
     (A ctypes view of the buffer: 0.8 us, against 3-4 us for ``__array_interface__`` or
     ``.ctypes``, which build dictionaries and objects; jit calls ask for each input.)"""

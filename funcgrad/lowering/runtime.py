@@ -178,8 +178,8 @@ def importable(array: np.ndarray) -> bool:
     64-byte aligned, writeable (DLPack refuses read-only arrays, e.g. mapped results) and
     not bfloat16."""
     return bool(array.flags.c_contiguous and array.size and array.flags.writeable
-                and data_address(array) % ALIGNMENT == 0
-                and array.dtype != dtypes.bfloat16)
+                and array.dtype != dtypes.bfloat16  # (before data_address: see there)
+                and data_address(array) % ALIGNMENT == 0)
 
 
 def copy_to_device(rt_: _Runtime, array: np.ndarray):

@@ -172,6 +172,22 @@ def test_an_unaligned_host_array_is_copied_once_not_on_every_call(monkeypatch):
     np.testing.assert_array_equal(f(small).numpy(), np.arange(1, 9) * 2.0)
 
 
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16", "float32", "float64", "int8",
+                                   "uint8", "int32", "int64", "complex64", "bool_"])
+def test_host_inputs_of_every_dtype_small_and_large(dtype):
+    """Host arrays of each dtype, in funcgrad's aligned memory and not, reach a jit call
+    with their values (bfloat16 is always copied: DLPack and ctypes refuse its format)."""
+    dtype = getattr(fg, dtype)
+    f = fg.jit(lambda x: x[::-1])
+    for n in (5, 1 << 15):
+        values = (np.arange(n + 1) % 3).astype(dtype)
+        for source in (values[:n], values[1:]):  # the second starts off any boundary
+            for x in (fg.tensor(source), fnp.asarray(source)):
+                got = f(x).numpy()
+                assert got.dtype == source.dtype
+                np.testing.assert_array_equal(got, source[::-1])
+
+
 # --- programs on the worker threads return at once; funcgrad waits for their fence ----------
 
 
