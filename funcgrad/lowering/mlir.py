@@ -260,8 +260,9 @@ class LoweringContext:
         return block
 
     def add_function(self, program: IR, name: str, arg_avals, public: bool = True,
-                     output_storage=()):
-        """Add ``func.func @name`` computing ``program`` (its consts become leading args).
+                     output_storage=(), inline_consts: bool = False):
+        """Add ``func.func @name`` computing ``program`` (its consts become leading args,
+        or with ``inline_consts`` constants in the function's body).
 
         ``output_storage`` lists results whose memory the caller passes in, as trailing
         arguments marked ``iree.abi.output`` (IREE writes the result there)."""
@@ -283,9 +284,10 @@ class LoweringContext:
                 fn.attributes["arg_attrs"] = ir.ArrayAttr.get(attrs)
             block = fn.add_entry_block()
             with ir.InsertionPoint(block):
-                n_const = len(program.const_vars)
+                n_const = 0 if inline_consts else len(program.const_vars)
                 args = list(block.arguments)[:len(arg_avals)]
-                outs = self.lower_ir(program, args[n_const:], consts=args[:n_const])
+                outs = self.lower_ir(program, args[n_const:],
+                                     consts=None if inline_consts else args[:n_const])
                 func.ReturnOp(outs)
         return fn
 
@@ -326,16 +328,18 @@ def _fold(eqn, folded) -> np.ndarray | None:
 
 
 def lower_module(program: IR, mlir_context, name: str = "main", platform: str = "cpu",
-                 output_storage=(), fuse_scans: bool = False):
+                 output_storage=(), fuse_scans: bool = False, inline_consts: bool = False):
     """(module, number of fused scans): a module with one public function running
-    ``program``; consts are leading args, then the inputs, then storage for the results
-    listed in ``output_storage``.
+    ``program``; consts are leading args (``inline_consts``: constants in its body), then
+    the inputs, then storage for the results listed in ``output_storage``.
 
     ``fuse_scans``: scans that fit run as one IREE kernel (``fused_scan``); the module
     then holds IREE-specific ``flow`` operations."""
     ctx = LoweringContext(mlir_context, platform, fuse_scans=fuse_scans)
-    arg_avals = [v.aval.strip_weak() for v in program.const_vars + program.in_vars]
-    fn = ctx.add_function(program, name, arg_avals, output_storage=output_storage)
+    params = program.in_vars if inline_consts else program.const_vars + program.in_vars
+    arg_avals = [v.aval.strip_weak() for v in params]
+    fn = ctx.add_function(program, name, arg_avals, output_storage=output_storage,
+                          inline_consts=inline_consts)
     if ctx.host_calls:  # read back by the run-time (funcgrad.lowering.host_calls)
         import json
 

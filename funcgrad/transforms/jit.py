@@ -513,14 +513,21 @@ class Lowered:
         self._entry, self._key = entry, key
 
     def as_text(self) -> str:
+        """The StableHLO module: ``@main`` takes the function's own arguments (static ones
+        left out) and holds the values it closes over as constants, as JAX's does.  (The
+        compiled module takes those values as leading arguments instead, so that they do
+        not weigh on compiling or on the cache's keys.)"""
         from funcgrad.lowering.compiler import session_for
         from funcgrad.lowering.mlir import lower_module
 
+        program, n = self._entry.program, len(self._entry.consts)
+        closed = IR(program.in_vars[n:], program.equations, program.outputs,
+                    const_vars=program.in_vars[:n], consts=self._entry.consts)
         holder = session_for("cpu")
         with holder.lock, holder.session.context:
             # the StableHLO program without CPU-only fused scans (host calls stay: as
             # JAX's text holds its LAPACK custom calls)
-            return str(lower_module(self._entry.program, holder.session.context)[0])
+            return str(lower_module(closed, holder.session.context, inline_consts=True)[0])
 
     def compile(self, target: str = "cpu", arch: str | None = None):
         """Compile for the CPU (a callable ``Compiled``), or for ``target="cuda"`` with a GPU

@@ -130,6 +130,25 @@ def test_lower_as_text_and_compile():
     _close(f(x, y), want, rtol=1e-5, atol=1e-6)
 
 
+def test_lower_as_text_holds_closed_over_values_as_constants():
+    """As JAX's: ``@main`` takes the function's own arguments (static ones left out) and
+    holds what it closes over, so the text compiles and runs on its own."""
+    import iree.compiler
+    import iree.runtime
+
+    w = fg.tensor(np.asarray(_f64(3, 2)).astype(np.float32))
+    f = fg.jit(lambda x, n: fnp.tanh(x @ w) * n, static_argnums=1)
+    x = fg.tensor(np.asarray(_f64(4, 3, seed=2)).astype(np.float32))
+    text = f.lower(x, 3).as_text()
+    assert "@main(%arg0: tensor<4x3xf32>) -> tensor<4x2xf32>" in text
+    assert "stablehlo.constant dense<" in text
+    module = iree.runtime.load_vm_flatbuffer(
+        iree.compiler.compile_str(text, target_backends=["llvm-cpu"]), driver="local-sync")
+    want = np.tanh(np.asarray(x) @ np.asarray(w)) * 3
+    _close(np.asarray(module.main(np.asarray(x))), want, rtol=1e-5, atol=1e-6)
+    _close(f.lower(x, 3).compile()(x), want, rtol=1e-5, atol=1e-6)
+
+
 def _vmfb_files(root):
     return sorted(pathlib.Path(root).rglob("*.vmfb"))
 
