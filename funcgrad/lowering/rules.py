@@ -217,28 +217,54 @@ def _argument_behind(ctx, value, block, depth: int = 32):
     return None
 
 
-def fresh_copy(ctx, value, aval: ShapedArray):
-    """``value`` in a buffer of its own, made by a dispatch (padded by one element, then
-    sliced back): IREE elides a plain copy of a function argument (issue 16168).  Complex
-    values are rebuilt from their parts instead (IREE 3.13 crashes padding them)."""
+def fresh_copy(ctx, value, aval: ShapedArray, tag: int = 0):
+    """``value`` in a buffer of its own, made by a dispatch (padded by ``1 + tag`` elements,
+    then sliced back): IREE elides a plain copy of a function argument (issue 16168).
+    Copies of one value with different ``tag``s are different operations, which IREE's
+    common-subexpression elimination keeps apart.  Complex values are rebuilt from their
+    parts instead (IREE 3.13 crashes padding them)."""
     if dtypes.is_complex(aval.dtype):
         part = aval.update(dtype=dtypes.real_dtype(aval.dtype))
-        parts = [ctx.op1(f"stablehlo.{name}", [value], part) for name in ("real", "imag")]
+        parts = [fresh_copy(ctx, ctx.op1(f"stablehlo.{name}", [value], part), part, tag)
+                 for name in ("real", "imag")]
         return to_complex(ctx, parts, [part, part], [aval])[0]
     shape = aval.shape or (1,)
     x = ctx.op1("stablehlo.reshape", [value], aval.update(shape=shape)) if not aval.shape \
         else value
+    padded_aval = aval.update(shape=(shape[0] + 1 + tag, *shape[1:]))
     padded = ctx.op1("stablehlo.pad", [x, ctx.constant(np.zeros((), aval.dtype))],
-                     aval.update(shape=(shape[0] + 1, *shape[1:])), {
+                     padded_aval, {
                          "edge_padding_low": ctx.i64_array([0] * len(shape)),
-                         "edge_padding_high": ctx.i64_array([1] + [0] * (len(shape) - 1)),
+                         "edge_padding_high": ctx.i64_array([1 + tag] + [0] * (len(shape) - 1)),
                          "interior_padding": ctx.i64_array([0] * len(shape))})
     # the barrier keeps IREE from folding the slice of the pad back into the argument
-    (padded,) = fusion_barrier(ctx, [padded], [aval.update(shape=(shape[0] + 1, *shape[1:]))])
+    (padded,) = fusion_barrier(ctx, [padded], [padded_aval])
     copy = ctx.op1("stablehlo.slice", [padded], aval.update(shape=shape), {
         "start_indices": ctx.i64_array([0] * len(shape)), "limit_indices": ctx.i64_array(shape),
         "strides": ctx.i64_array([1] * len(shape))})
     return copy if aval.shape else ctx.op1("stablehlo.reshape", [copy], aval)
+
+
+def same_value(ctx, a, b, depth: int = 8) -> bool:
+    """Whether MLIR values ``a`` and ``b`` are one value, or are computed by operations
+    that common-subexpression elimination would merge (same operation, attributes and
+    operands, looked at ``depth`` operations deep; operations with regions never)."""
+    if a == b:
+        return True
+    a, b = a.maybe_downcast(), b.maybe_downcast()
+    if depth == 0 or isinstance(a, ctx.ir.BlockArgument) or isinstance(b, ctx.ir.BlockArgument):
+        return False
+    op_a, op_b = a.owner, b.owner
+    if (op_a.name != op_b.name or a.result_number != b.result_number or len(op_a.regions)
+            or len(op_a.operands) != len(op_b.operands) or a.type != b.type
+            or _attributes(op_a) != _attributes(op_b)):
+        return False
+    return all(same_value(ctx, x, y, depth - 1)
+               for x, y in zip(op_a.operands, op_b.operands, strict=True))
+
+
+def _attributes(op) -> dict:
+    return {name: str(op.attributes[name]) for name in op.attributes}
 
 
 def to_complex(ctx, args, in_avals, out_avals, **params):

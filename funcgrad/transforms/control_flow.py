@@ -1095,12 +1095,20 @@ def _while_loop_op(ctx, init, init_avals, cond_fn, body_fn, barrier: bool = Fals
         ctx.op("stablehlo.return", body_fn(values), [])
     from funcgrad.lowering import rules
 
-    # IREE would update a carry that starts as a function argument in the caller's buffer
-    # (rules.may_alias_argument): such a carry starts from a copy
+    # A carry updated in place starts from a copy of its own when its initial value
+    # - is a function argument's buffer, which IREE would update in the caller's memory
+    #   (rules.may_alias_argument);
+    # - is (or IREE's CSE would make it) the initial value of another carry: IREE 3.13 then
+    #   shares one buffer between them, and jit(grad) of a scan of xs=a with carry a[0], or
+    #   of a fori_loop carrying (a, a), gave wrong gradients (two zero-filled outputs).
     with ctx.ir.InsertionPoint(op):
+        copies = 0
         for k in sorted(rules.updated_in_place(ctx, body_block)):
-            if rules.may_alias_argument(ctx, init[k]):
-                op.operands[k] = rules.fresh_copy(ctx, init[k], init_avals[k])
+            shared = any(rules.same_value(ctx, init[k], op.operands[j])
+                         for j in range(len(init)) if j != k)
+            if shared or rules.may_alias_argument(ctx, init[k]):
+                op.operands[k] = rules.fresh_copy(ctx, init[k], init_avals[k], tag=copies)
+                copies += 1
     return list(op.results)
 
 
@@ -1172,11 +1180,12 @@ def _lower_scan(ctx, args, in_avals, out_avals, *, body, num_consts, num_carry, 
     # constants saved by differentiation) are computed once and broadcast: less work, and
     # IREE 3.13 miscompiles a reverse loop writing a constant into its rows (an invalid
     # stream.async.fill range)
-    invariant = _invariant_outputs(body, num_consts, range(num_carry, len(body.outputs)))
+    fixed = _fixed_inputs(body, num_consts, num_carry)
+    invariant = _invariant_outputs(body, fixed, range(num_carry, len(body.outputs)))
     invariant_ys = {}
     if invariant:
-        hoisted = ctx.lower_ir(_needed_for(body, [body.outputs[j] for j in invariant],
-                                           num_consts), consts)
+        hoisted = ctx.lower_ir(_needed_for(body, [body.outputs[j] for j in invariant], fixed),
+                               [args[i] for i in fixed])
         for j, value in zip(invariant, hoisted, strict=True):
             a = out_avals[j]
             invariant_ys[j] = ctx.op1("stablehlo.broadcast_in_dim", [value], a, {
@@ -1233,10 +1242,20 @@ def _lower_scan(ctx, args, in_avals, out_avals, *, body, num_consts, num_carry, 
         for j in range(num_carry, len(body.outputs))]
 
 
-def _invariant_outputs(body: IR, num_consts: int, positions) -> list[int]:
+def _fixed_inputs(body: IR, num_consts: int, num_carry: int) -> list[int]:
+    """The positions of the scan body's inputs that are the same at every step: the
+    constants, and carries the body passes on unchanged (the backward scan of an additive
+    step carries its cotangent through)."""
+    passed_on = [num_consts + j for j in range(num_carry)
+                 if body.outputs[j] is body.in_vars[num_consts + j]]
+    return list(range(num_consts)) + passed_on
+
+
+def _invariant_outputs(body: IR, fixed, positions) -> list[int]:
     """The output positions among ``positions`` whose values depend only on the body's
-    first ``num_consts`` inputs (the loop's constants) and literals."""
-    varying = set(body.in_vars[num_consts:])
+    inputs at ``fixed`` positions and literals."""
+    kept = {body.in_vars[i] for i in fixed}
+    varying = {v for v in body.in_vars if v not in kept}
     for eqn in body.equations:
         if any(isinstance(x, Var) and x in varying for x in eqn.inputs):
             varying.update(eqn.outputs)
@@ -1244,15 +1263,17 @@ def _invariant_outputs(body: IR, num_consts: int, positions) -> list[int]:
             if not (isinstance(body.outputs[j], Var) and body.outputs[j] in varying)]
 
 
-def _needed_for(body: IR, outputs, num_consts: int) -> IR:
-    """``body`` cut down to the equations ``outputs`` need, taking the constants only."""
+def _needed_for(body: IR, outputs, fixed) -> IR:
+    """``body`` cut down to the equations ``outputs`` need, taking only the inputs at
+    ``fixed`` positions."""
     needed = {o for o in outputs if isinstance(o, Var)}
     kept = []
     for eqn in reversed(body.equations):
         if any(v in needed for v in eqn.outputs):
             kept.append(eqn)
             needed.update(x for x in eqn.inputs if isinstance(x, Var))
-    return IR(body.in_vars[:num_consts], kept[::-1], outputs, body.const_vars, body.consts)
+    return IR([body.in_vars[i] for i in fixed], kept[::-1], outputs, body.const_vars,
+              body.consts)
 
 
 cond_p.lower = _lower_cond

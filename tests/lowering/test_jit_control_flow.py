@@ -100,3 +100,51 @@ def test_grad_of_reverse_scan_under_jit():
     want = fg.grad(loss)(r).numpy()
     np.testing.assert_allclose(fg.jit(fg.grad(loss))(r).numpy(), want, rtol=1e-6)
     np.testing.assert_allclose(fg.grad(fg.jit(loss))(r).numpy(), want, rtol=1e-6)
+
+
+# --- loops whose carries start from one value ------------------------------------------------
+# IREE 3.13 shared one buffer between two loop outputs that start from the same value (two
+# zero-filled per-step outputs of the forward scan): jit(grad) and grad(jit) were wrong.
+# A backward scan carrying its cotangent through unchanged and writing it to every row
+# failed to compile (an invalid stream.async.fill range).
+
+_A = fg.tensor([0.5, 1.5, -0.3, 0.8, 1.1, -0.7])
+
+
+def _scan_from_own_first(a):
+    return fg.scan(lambda c, v: (c * v, None), a[0], a)[0]
+
+
+def _scan_from_own_first_per_step(a):
+    return fg.scan(lambda c, v: (c * v, c), a[0], a)[1].sum()
+
+
+def _fori_twice_the_same(a):
+    return fg.fori_loop(0, 5, lambda i, c: (c[0] * c[1], c[1]), (a, a))[0].sum()
+
+
+def _scan_without_xs_twice_the_same(a):
+    return fg.scan(lambda c, _: ((c[0] * c[1], c[1]), None), (a, a), None, length=4)[0][0].sum()
+
+
+def _scan_additive(a):
+    return fg.scan(lambda c, v: (c + v, None), fg.tensor(0.5), a)[0]
+
+
+def _scan_additive_scaled(a):
+    return fg.scan(lambda c, v: (c + 2.0 * v, None), fg.tensor(0.5), a)[0]
+
+
+@pytest.mark.parametrize("fun", [_scan_from_own_first, _scan_from_own_first_per_step,
+                                 _fori_twice_the_same, _scan_without_xs_twice_the_same,
+                                 _scan_additive, _scan_additive_scaled],
+                         ids=lambda f: f.__name__.strip("_"))
+def test_gradients_of_loops_whose_carries_start_from_one_value(fun):
+    want = fg.grad(fun)(_A).numpy()
+    h = 1e-3  # the eager gradient itself, against central differences in float64
+    a64 = _A.numpy().astype(np.float64)
+    fd = [(fun(fg.tensor(a64 + h * e)).item() - fun(fg.tensor(a64 - h * e)).item()) / (2 * h)
+          for e in np.eye(a64.size)]
+    np.testing.assert_allclose(want, fd, rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(fg.jit(fg.grad(fun))(_A).numpy(), want, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(fg.grad(fg.jit(fun))(_A).numpy(), want, rtol=1e-5, atol=1e-6)
