@@ -399,7 +399,14 @@ def _argnums_tuple(argnums, nargs, name):
         if not isinstance(n, int) or not -nargs <= n < nargs:
             raise ValueError(f"{name}: argnums {argnums} out of range for {nargs} positional "
                              "argument(s)")
-    return tuple(n % nargs for n in nums), single
+    normalized = tuple(n % nargs for n in nums)
+    if len(set(normalized)) != len(normalized):
+        # differentiating twice with respect to one argument would silently drop one of them
+        repeated = sorted({n for n in normalized if normalized.count(n) > 1})
+        raise ValueError(f"{name}: argnums {argnums} name argument(s) {repeated} more than "
+                         "once (negative numbers count from the end); each argument number "
+                         "must appear once")
+    return normalized, single
 
 
 def _split_args(fun, args, kwargs, argnums):

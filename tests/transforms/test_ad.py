@@ -348,6 +348,18 @@ def test_argnums_int_and_tuple():
     assert isinstance((gy,), tuple) and gy.shape == (3,)
 
 
+
+@pytest.mark.parametrize("transform", [fg.grad, fg.value_and_grad, fg.jacfwd, fg.jacrev,
+                                       fg.hessian],
+                         ids=["grad", "value_and_grad", "jacfwd", "jacrev", "hessian"])
+@pytest.mark.parametrize("argnums", [(0, 0), (1, -1), (0, 1, 0)])
+def test_repeated_argnums_are_an_error(transform, argnums):
+    # differentiating twice with respect to one argument used to drop one of the gradients
+    f = lambda a, b: (a * b).sum()
+    with pytest.raises(ValueError, match=r"argnums .* more than once.*must appear once"):
+        transform(f, argnums=argnums)(t64([1.0, 2.0]), t64([3.0, 4.0]))
+
+
 def test_has_aux():
     def f(x):
         y = fnp.sin(x)

@@ -204,3 +204,130 @@ def test_custom_vjp_bwd_may_give_none_for_single_leaves():
         g = grad(params)
         np.testing.assert_array_equal(g["a"].numpy(), [2.0, 2.0, 2.0])
         np.testing.assert_array_equal(g["b"].numpy(), [0.0, 0.0, 0.0])
+
+
+def _with_jvp_rule(rule):
+    @fg.custom_jvp
+    def double(a):
+        return a * 2
+
+    double.defjvp(lambda p, t: rule(double, p[0], t[0]))
+    return double
+
+
+@pytest.mark.parametrize("rule, match", [
+    (lambda f, a, t: (f(a), t[:2]), r"tangent output has shape \(2,\).*primal output has "
+                                    r"shape \(3,\)"),
+    (lambda f, a, t: (f(a), t.astype(fg.float16)), r"tangent output .*dtype float16.*"
+                                                   r"primal output .*dtype float32"),
+    (lambda f, a, t: (f(a)[:2], t[:2]), r"primal output has shape \(2,\).*the function's "
+                                        r"output has shape \(3,\)"),
+    (lambda f, a, t: (f(a).astype(fg.float16), t), r"primal output .*dtype float16.*the "
+                                                   r"function's output .*dtype float32"),
+], ids=["tangent-shape", "tangent-dtype", "primal-shape", "primal-dtype"])
+def test_custom_jvp_rule_outputs_must_match_the_function(rule, match):
+    # JAX raises TypeError; these used to give silently wrong derivatives
+    double = _with_jvp_rule(rule)
+    x = fg.tensor([0.5, 1.5, -0.3])
+    with pytest.raises(TypeError, match="custom_jvp function double: .*" + match):
+        fg.grad(lambda a: double(a).sum())(x)
+    with pytest.raises(TypeError, match=match):
+        fg.jvp(double, (x,), (x,))
+    with pytest.raises(TypeError, match=match):
+        fg.vmap(fg.grad(lambda a: double(a).sum()))(fg.ones((2, 3)))
+
+
+def test_custom_jvp_rule_error_names_the_pytree_output():
+    @fg.custom_jvp
+    def pair(a):
+        return {"u": a, "v": a * 2}
+
+    pair.defjvp(lambda p, t: (pair(p[0]), {"u": t[0], "v": t[0][:1]}))
+    with pytest.raises(TypeError, match=r"tangent output\['v'\] has shape \(1,\)"):
+        fg.jvp(pair, (fg.ones(3),), (fg.ones(3),))
+
+
+def test_custom_vjp_bwd_cotangent_shape_is_checked():
+    @fg.custom_vjp
+    def double(a):
+        return a * 2
+
+    double.defvjp(lambda a: (double(a), None), lambda _, g: (g[:2],))
+    x = fg.tensor([0.5, 1.5, -0.3])
+    match = (r"custom_vjp function double: bwd output\[0\] has shape \(2,\) and dtype float32.*"
+             r"argument 0, which has shape \(3,\) and dtype float32")
+    with pytest.raises(ValueError, match=match):
+        fg.grad(lambda a: double(a).sum())(x)
+    with pytest.raises(ValueError, match=match):
+        fg.jacrev(double)(x)
+
+
+def test_custom_vjp_bwd_error_names_the_argument_and_leaf():
+    @functools.partial(fg.custom_vjp, nondiff_argnums=(0,))
+    def scaled(n, p):
+        return p["w"] * n
+
+    scaled.defvjp(lambda n, p: (scaled(n, p), None),
+                  lambda n, _, g: ({"w": g.sum()},))
+    with pytest.raises(ValueError, match=r"bwd output\[0\]\['w'\] has shape \(\).*argument 1, "
+                                         r"which has shape \(3,\)"):
+        fg.grad(lambda p: scaled(2.0, p).sum())({"w": fg.ones(3)})
+
+
+def test_custom_vjp_bwd_may_return_another_float_dtype_as_jax():
+    @fg.custom_vjp
+    def double(a):
+        return a * 2
+
+    double.defvjp(lambda a: (double(a), None), lambda _, g: ((g * 2).astype(fg.float16),))
+    g = fg.grad(lambda a: double(a).sum())(fg.ones(3))
+    np.testing.assert_array_equal(np.asarray(g, dtype=np.float32), [2.0, 2.0, 2.0])
+
+
+def test_custom_jvp_binds_defaults_and_keywords_as_jax():
+    @fg.custom_jvp
+    def scale(a, factor=2.0):
+        return a * factor
+
+    @scale.defjvp
+    def _scale_jvp(primals, tangents):
+        assert len(primals) == 2  # the default is a primal, as in JAX
+        return scale(*primals), tangents[0] * primals[1]
+
+    x = fg.tensor([0.5, 1.5, -0.3])
+    np.testing.assert_array_equal(fg.grad(lambda a: scale(a).sum())(x).numpy(), [2.0] * 3)
+    np.testing.assert_array_equal(fg.grad(lambda a: scale(a, factor=3.0).sum())(x).numpy(),
+                                  [3.0] * 3)
+    np.testing.assert_array_equal(fg.grad(lambda a: scale(a=a, factor=3.0).sum())(x).numpy(),
+                                  [3.0] * 3)
+
+
+def test_custom_vjp_binds_defaults_and_keywords_as_jax():
+    @fg.custom_vjp
+    def scale(a, factor=2.0):
+        return a * factor
+
+    scale.defvjp(lambda a, factor: (scale(a, factor), factor), lambda f, g: (g * f, None))
+    x = fg.tensor([0.5, 1.5, -0.3])
+    np.testing.assert_array_equal(fg.grad(lambda a: scale(a).sum())(x).numpy(), [2.0] * 3)
+    np.testing.assert_array_equal(fg.grad(lambda a: scale(a, factor=3.0).sum())(x).numpy(),
+                                  [3.0] * 3)
+
+    @functools.partial(fg.custom_vjp, nondiff_argnums=(0,))
+    def power(n, a, offset=1.0):
+        return (a + offset) ** n
+
+    power.defvjp(lambda n, a, offset: (power(n, a, offset), a + offset),
+                 lambda n, base, g: (g * n * base ** (n - 1), None))
+    np.testing.assert_allclose(fg.grad(lambda a: power(2, a).sum())(x).numpy(),
+                               [3.0, 5.0, 1.4], rtol=1e-6)
+
+
+def test_custom_jvp_keyword_only_arguments_are_a_clear_error():
+    @fg.custom_jvp
+    def scale(a, *, factor=2.0):
+        return a * factor
+
+    scale.defjvp(lambda p, t: (scale(*p), t[0]))
+    with pytest.raises(TypeError, match=r"scale: keyword-only arguments \['factor'\]"):
+        fg.grad(lambda a: scale(a, factor=3.0).sum())(fg.ones(3))
