@@ -179,7 +179,7 @@ def _broadcast_shared(terms):
                 shapes = ", ".join(str(t[0].shape) for t in terms)
                 raise ValueError(f"einsum: label {_show(label)} has sizes {known} and {size} "
                                  f"(operand shapes {shapes})")
-            sizes[label] = max(known, size)
+            sizes[label] = known if size == 1 else size  # a 0 beats a 1, as in NumPy
     out = []
     for x, labels in terms:
         shape = tuple(sizes[label] for label in labels)
@@ -228,6 +228,13 @@ def _contract(term_a, term_b, needed):
     # labels only one side has and nobody needs were summed in _prepare; sum any left
     a, a_labels = _sum_out(a, a_labels, needed | set(b_labels))
     b, b_labels = _sum_out(b, b_labels, needed | set(a_labels))
+    empty = {label for label, size in zip(a_labels, a.shape, strict=True)
+             if size == 0 and label in b_labels and label not in needed}
+    if empty:
+        # a sum over nothing: zeros of each side's rest, then a contraction-free product
+        # (a dot_general contracting a size-0 axis does not compile in IREE)
+        a, a_labels = _sum_out(a, a_labels, set(a_labels) - empty)
+        b, b_labels = _sum_out(b, b_labels, set(b_labels) - empty)
     shared = [label for label in a_labels if label in b_labels]
     contract = [label for label in shared if label not in needed]
     batch = [label for label in shared if label in needed]

@@ -344,18 +344,33 @@ def float_power(x, y):
 
 
 def floor_divide(x, y):
-    """Largest integer <= x / y, elementwise (as ``numpy.floor_divide``).
+    """Largest integer <= x / y, elementwise (as ``numpy.floor_divide``); for integers
+    ``x // 0`` is 0 (as NumPy; JAX gives -1 or -2).
 
     >>> fnp.floor_divide(fg.tensor([7, -7]), 2)
     """
+    guard = _may_be_zero(y)
     x, y = _ints_for_bools(*promote("floor_divide", x, y))
     if dtypes.is_inexact(x.dtype):
         return _float_floor_divide(x, y)
     q = apply_elementwise("floor_divide", ew.div_p, x, y)
-    if x.dtype.kind == "u":
-        return q
-    r = apply_elementwise("floor_divide", ew.rem_p, x, y)
-    return where(_sign_differs(r, y), q - 1, q)
+    if x.dtype.kind != "u":
+        r = apply_elementwise("floor_divide", ew.rem_p, x, y)
+        q = where(_sign_differs(r, y), q - 1, q)
+    return _zero_by_zero(q, y) if guard else q
+
+
+def _may_be_zero(y) -> bool:
+    """False for a divisor known to be non-zero before tracing (a Python or NumPy integer
+    other than 0, the common ``x % 2``): it needs no guard against division by zero."""
+    return not (isinstance(y, (int, np.integer)) and not isinstance(y, bool) and y != 0)
+
+
+def _zero_by_zero(out, y):
+    """NumPy's integer ``x // 0``, ``x % 0`` and ``fmod(x, 0)``: 0 (with a warning NumPy
+    gives and funcgrad does not).  The div/rem primitives keep XLA's values (-1, x), as
+    ``lax.div``/``lax.rem`` do, so the NumPy functions select the 0 (a select in jit)."""
+    return where(equal(y, 0), 0, out)  # noqa: F821
 
 
 def _sign_differs(r, y):
@@ -380,28 +395,38 @@ def _float_floor_divide(x, y):
 
 
 def remainder(x, y):
-    """x mod y with the sign of y (as ``numpy.remainder`` / Python's %).
+    """x mod y with the sign of y (as ``numpy.remainder`` / Python's %); for integers
+    ``x % 0`` is 0 (as NumPy and JAX).
 
     >>> fnp.remainder(fg.tensor([7, -7]), 3)
     """
+    guard = _may_be_zero(y)
     x, y = _ints_for_bools(*promote("remainder", x, y))
     r = apply_elementwise("remainder", ew.rem_p, x, y)
-    if x.dtype.kind == "u":
-        return r
-    return where(_sign_differs(r, y), r + y, r)
+    if x.dtype.kind != "u":
+        r = where(_sign_differs(r, y), r + y, r)
+    return _zero_by_zero(r, y) if guard and not dtypes.is_inexact(x.dtype) else r
 
 
 mod = remainder
 
 
 def fmod(x, y):
-    """C-style remainder (sign of x)."""
+    """C-style remainder (sign of x); for integers ``fmod(x, 0)`` is 0 (as NumPy, JAX).
+
+    >>> fnp.fmod(fg.tensor([7, -7]), 3)
+    """
+    guard = _may_be_zero(y)
     x, y = _ints_for_bools(*promote("fmod", x, y))
-    return apply_elementwise("fmod", ew.rem_p, x, y)
+    r = apply_elementwise("fmod", ew.rem_p, x, y)
+    return _zero_by_zero(r, y) if guard and not dtypes.is_inexact(x.dtype) else r
 
 
 def divmod_(x, y):
-    """(floor_divide(x, y), remainder(x, y))."""
+    """(floor_divide(x, y), remainder(x, y)); for integers both are 0 where y is 0.
+
+    >>> fnp.divmod(fg.tensor([7, -7]), 3)
+    """
     return floor_divide(x, y), remainder(x, y)
 
 

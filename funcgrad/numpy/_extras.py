@@ -505,6 +505,8 @@ def cumulative_sum(x, /, *, axis=None, dtype=None, include_initial: bool = False
     >>> fnp.cumulative_sum(fg.tensor([1, 2, 3]), include_initial=True)
     tensor([0, 1, 3, 6], dtype=int32)
     """
+    if dtype is None:  # as JAX's: widened as a sum is (cumsum keeps narrow ints)
+        dtype = red._sum_dtype(asarray(x).dtype)
     return _cumulative("cumulative_sum", red.cumsum, x, axis, dtype, include_initial, 0)
 
 

@@ -95,6 +95,8 @@ def prod(x, axis=None, dtype=None, keepdims: bool = False, initial=None, *, wher
 
 def _extremum(name, prim_fn, x, axis, keepdims, initial=None, where=None):
     x = asarray(x)
+    if initial is not None:  # in x's dtype, as JAX (an int32 max with initial=-10. is int32)
+        initial = ew.convert_element_type(asarray(initial), x.dtype)
     if where is not None:
         if initial is None:
             raise ValueError(f"{name}: where= needs initial= (the value of a reduction over "
@@ -277,18 +279,25 @@ def ptp(x, axis=None, keepdims: bool = False):
     return max(x, axis=axis, keepdims=keepdims) - min(x, axis=axis, keepdims=keepdims)
 
 
+def _cumulative_dtype(dtype):
+    """JAX's result dtype of cumsum/cumprod: the input's, bools counted in int32 (unlike
+    ``sum``, small integers are not widened: an int8 cumsum wraps around, as in JAX)."""
+    return dtypes.int32 if dtype == dtypes.bool_ else dtype
+
+
 def _cumulative(name, prim_fn, x, axis, dtype):
     x = asarray(x)
     if axis is None:
         x = reshape(x, (x.size,))
         axis = 0
     axis = normalize_axis(name, axis, x.ndim)
-    target = _sum_dtype(x.dtype) if dtype is None else dtypes.canonicalize(dtype)
+    target = _cumulative_dtype(x.dtype) if dtype is None else dtypes.canonicalize(dtype)
     return _accumulated(prim_fn, x, target, axis)
 
 
 def cumsum(x, axis=None, dtype=None):
-    """Running sum along ``axis`` (over the flattened tensor by default).
+    """Running sum along ``axis`` (over the flattened tensor by default), in x's dtype
+    (bools: int32) unless ``dtype`` is given, as JAX.
 
     >>> fnp.cumsum(fg.tensor([1, 2, 3]))
     tensor([1, 3, 6], dtype=int32)
@@ -297,7 +306,12 @@ def cumsum(x, axis=None, dtype=None):
 
 
 def cumprod(x, axis=None, dtype=None):
-    """Running product along ``axis`` (over the flattened tensor by default)."""
+    """Running product along ``axis`` (over the flattened tensor by default), in x's
+    dtype (bools: int32) unless ``dtype`` is given, as JAX.
+
+    >>> fnp.cumprod(fg.tensor([1, 2, 3]))
+    tensor([1, 2, 6], dtype=int32)
+    """
     return _cumulative("cumprod", red.cumprod, x, axis, dtype)
 
 

@@ -133,8 +133,11 @@ def solve(a, b):
     batch = broadcast_shapes("solve", a.shape[:-2], b.shape[:-2])
     a = broadcast_to(a, batch + a.shape[-2:])
     b = broadcast_to(b, batch + b.shape[-2:])
-    lu, _, perm = lax_linalg.lu(a)
-    x = _lu_solve(lu, perm, b)
+    if b.size == 0:  # nothing to solve for (n, k or a batch axis is 0): x is as empty as b
+        x = b
+    else:
+        lu, _, perm = lax_linalg.lu(a)
+        x = _lu_solve(lu, perm, b)
     return _shape.reshape(x, x.shape[:-1]) if vector else x
 
 
@@ -145,6 +148,8 @@ def inv(a):
     tensor([[0.5 , 0.  ], [0.  , 0.25]], dtype=float32)
     """
     a = _matrix("inv", a, square=True)
+    if a.size == 0:  # 0 x 0 matrices, or none: the inverses are as empty
+        return a
     eye = broadcast_to(_creation.eye(a.shape[-1], dtype=a.dtype), a.shape)
     lu, _, perm = lax_linalg.lu(a)
     return _lu_solve(lu, perm, eye)
@@ -222,7 +227,16 @@ def det(a):
     >>> fnp.linalg.det(fg.tensor([[2.0, 1.0], [0.0, 3.0]]))
     tensor(6., dtype=float32)
     """
-    return _det(_matrix("det", a, square=True))
+    a = _matrix("det", a, square=True)
+    if a.size == 0:
+        return _empty_det(a)
+    return _det(a)
+
+
+def _empty_det(a):
+    """det of 0 x 0 matrices (1, the empty product; JAX's and NumPy's value) or of no
+    matrices, without the LU (and its gathers on size-0 axes), still depending on ``a``."""
+    return _reductions.sum(a, axis=(-2, -1)) + 1
 
 
 @custom_jvp
@@ -282,6 +296,9 @@ def slogdet(a):
     SlogdetResult(sign=tensor(-1., dtype=float32), logabsdet=tensor(0.6931472, dtype=float32))
     """
     a = _matrix("slogdet", a, square=True)
+    if a.size == 0:  # det 1: sign 1, logabsdet 0
+        return SlogdetResult(_empty_det(a),
+                             _reductions.sum(_elementwise.abs(a), axis=(-2, -1)))
     parity, diag = _lu_sign_and_diagonal(a)
     if dtypes.is_complex(a.dtype):
         # the phases z / |z| (0 for a zero pivot), written out so they differentiate
@@ -454,6 +471,8 @@ def pinv(a, rtol=None, hermitian: bool = False, *, rcond=None):
     tensor([[0.5, 0. ], [0. , 0. ]], dtype=float32)
     """
     a = _matrix("pinv", a)
+    if a.size == 0:  # the pseudo-inverses are as empty (shape (..., n, m)), as JAX's
+        return _mH(a)
     rtol = rcond if rtol is None else rtol
     rtol = _default_rtol(a) if rtol is None else rtol
     s, u, vt = lax_linalg.svd(a, full_matrices=False)
@@ -493,7 +512,7 @@ def lstsq(a, b, rcond=None):
     rtol = float(np.finfo(a.dtype).eps) * max(m, n) if rcond is None else rcond
     s = svd(a, compute_uv=False)
     x = matmul(pinv(a, rtol=rtol), b)
-    rank = _reductions.sum(s > rtol * _reductions.max(s), axis=-1)
+    rank = _reductions.sum(s > rtol * _reductions.max(s, initial=0), axis=-1)
     residual = b - matmul(a, x)
     # NumPy leaves residuals empty for rank-deficient a; that needs a concrete rank, so
     # (as JAX) they are returned whenever m > n
@@ -706,6 +725,9 @@ def cond(x, p=None):
     tensor(4., dtype=float32)
     """
     x = _matrix("cond", x)
+    if 0 in x.shape[-2:]:
+        raise ValueError(f"cond: matrices of shape {x.shape[-2:]} are empty; their condition "
+                         "number is undefined (as JAX)")
     if p is None or p == 2 or p == -2:
         s = svdvals(x)
         big, small = s[..., 0], s[..., -1]

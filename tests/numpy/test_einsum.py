@@ -137,6 +137,35 @@ def test_vmap_matches_loop(in_axes):
     np.testing.assert_allclose(np.asarray(got), want, rtol=1e-12)
 
 
+EMPTY_CASES = [
+    ("ij,kj->ik", (2, 0), (2, 0)),
+    ("i,i->", (0,), (0,)),
+    ("ij,jk->ik", (3, 0), (0, 4)),
+    ("bij,bjk->bik", (2, 3, 0), (2, 0, 4)),
+    ("ij,jk,kl->il", (2, 0), (0, 3), (3, 4)),
+    ("ij,j->i", (2, 0), (1,)),
+    ("ij,kj->ik", (2, 1), (3, 0)),
+    ("ij,jk->ik", (0, 3), (3, 2)),
+]
+
+
+@pytest.mark.parametrize("case", EMPTY_CASES, ids=[c[0] for c in EMPTY_CASES])
+def test_size_zero_axes_match_numpy(case):
+    # a sum over a size-0 axis is 0: eager, under jit, and its gradient is empty or 0
+    subscripts, *shapes = case
+    ops = _operands(shapes)
+    want = np.einsum(subscripts, *ops)
+    fn = lambda *xs: fnp.einsum(subscripts, *xs)  # noqa: E731
+    for got in (fn(*map(fg.tensor, ops)), fg.jit(fn)(*map(fg.tensor, ops))):
+        assert got.shape == want.shape and got.dtype == np.float64
+        np.testing.assert_array_equal(np.asarray(got), want)
+    grads = fg.grad(lambda *xs: fnp.sum(fn(*xs)), argnums=tuple(range(len(ops))))(
+        *map(fg.tensor, ops))
+    for g, o in zip(grads, ops, strict=True):
+        assert g.shape == o.shape
+        np.testing.assert_array_equal(np.asarray(g), np.zeros_like(o))  # all sums are empty
+
+
 def test_preferred_element_type_accumulates_wide():
     a, b = np.full((2, 4), 100, np.int8), np.full((4, 2), 2, np.int8)
     out = fnp.einsum("ij,jk->ik", fg.tensor(a), fg.tensor(b), preferred_element_type=np.int32)

@@ -2,6 +2,7 @@
 (0-d and empty included), dtype rules, broadcasting (hypothesis) and errors."""
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -173,6 +174,38 @@ def test_integer_division_by_zero_does_not_raise():
     assert out.dtype == fg.int32 and out[1].item() == 2
     out = fnp.remainder(fg.tensor([1, 2]), fg.tensor([0, 1]))
     assert out.dtype == fg.int32
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int32, np.int64, np.uint8, np.uint32])
+def test_integer_division_by_zero_gives_zero_as_numpy(dtype):
+    # NumPy's x % 0, fmod(x, 0), x // 0 and divmod(x, 0) are 0 (JAX's remainder and fmod
+    # too); eager, under jit and vmap alike, and without NumPy's warnings
+    signed = np.dtype(dtype).kind == "i"
+    x = np.array([7, -7, 5, 0, 9, -9] if signed else [7, 5, 5, 0, 9, 200], dtype)
+    y = np.array([0, 0, 3, 0, -2, 4] if signed else [0, 0, 3, 0, 2, 4], dtype)
+
+    def every_case(a, b):
+        return [fnp.remainder(a, b), fnp.fmod(a, b), fnp.floor_divide(a, b), a % b, a // b,
+                *fnp.divmod(a, b), fnp.remainder(a, 0), fnp.floor_divide(a, 0)]
+
+    with np.errstate(all="ignore"):
+        want = [np.remainder(x, y), np.fmod(x, y), np.floor_divide(x, y), x % y, x // y,
+                *np.divmod(x, y), np.remainder(x, dtype(0)), np.floor_divide(x, dtype(0))]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        eager = every_case(fg.tensor(x), fg.tensor(y))
+    for got in (eager, fg.jit(every_case)(fg.tensor(x), fg.tensor(y)),
+                fg.vmap(every_case)(fg.tensor(x), fg.tensor(y))):
+        for g, w in zip(got, want, strict=True):
+            _check(g, w)
+
+
+def test_float_division_by_zero_unchanged():
+    x = np.array([7.0, -7.0, 0.0, 1.5])
+    y = np.zeros(4)
+    with np.errstate(all="ignore"):
+        for name in ("remainder", "fmod", "floor_divide", "divide"):
+            _check(getattr(fnp, name)(fg.tensor(x), fg.tensor(y)), getattr(np, name)(x, y))
 
 
 def test_integer_power():

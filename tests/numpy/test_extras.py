@@ -282,8 +282,10 @@ def test_cumulative(name):
                 _close(got, np_fn(x, axis=axis, include_initial=inc))
     v = np.array([1, 2, 3], np.int8)
     got = fn(fg.tensor(v), include_initial=True)
-    assert got.dtype == np.int32
-    np.testing.assert_array_equal(got.numpy(), np_fn(v.astype(np.int32), include_initial=True))
+    # as JAX 0.10: the sum widens int8 to int32, the product keeps int8
+    want_dtype = np.int32 if name == "cumulative_sum" else np.int8
+    assert got.dtype == want_dtype
+    np.testing.assert_array_equal(got.numpy(), np_fn(v.astype(want_dtype), include_initial=True))
     assert fn(fg.tensor(v), dtype=fg.float32).dtype == np.float32
     check_grads(lambda t: fn(t, axis=1, include_initial=True), (fg.tensor(x),), order=1)
     with pytest.raises(ValueError, match=f"{name}: axis must be given"):

@@ -72,6 +72,46 @@ def test_det_sign_from_pivoting_and_singular():
     assert float(LA.slogdet(singular).logabsdet) == -np.inf
 
 
+@pytest.mark.parametrize("shape", [(0, 0), (0, 3, 3), (2, 0, 0), (0, 2, 0, 0)])
+def test_empty_matrices_inv_solve_det_slogdet(shape):
+    # NumPy's (and JAX's) values: det of a 0 x 0 matrix is 1, slogdet (1, 0), inv and solve
+    # as empty as their inputs; eager, under jit, and the gradients empty
+    a = np.zeros(shape)
+    b = np.zeros(shape[:-1] + (2,))
+
+    def every_case(x, y):
+        sign, logdet = LA.slogdet(x)
+        return [LA.det(x), sign, logdet, LA.inv(x), LA.solve(x, y), LA.pinv(x),
+                LA.matrix_power(x, -2)]
+
+    want = [np.linalg.det(a), *np.linalg.slogdet(a), np.linalg.inv(a), np.linalg.solve(a, b),
+            np.linalg.pinv(a), np.linalg.matrix_power(a, -2) if a.ndim == 2 else a]
+    for got in (every_case(fg.tensor(a), fg.tensor(b)),
+                fg.jit(every_case)(fg.tensor(a), fg.tensor(b))):
+        for g, w in zip(got, want, strict=True):
+            _close(g, np.asarray(w))
+    for fn in (lambda x: fnp.sum(LA.det(x)), lambda x: fnp.sum(LA.slogdet(x).logabsdet),
+               lambda x: fnp.sum(LA.inv(x)), lambda x: fnp.sum(LA.solve(x, fg.tensor(b)))):
+        for grad in (fg.grad(fn), fg.jit(fg.grad(fn))):
+            _close(grad(fg.tensor(a)), np.zeros(shape))
+    if len(shape) == 2:
+        assert LA.solve(fg.tensor(a), fg.tensor(np.zeros(0))).shape == (0,)
+        assert fg.hessian(LA.det)(fg.tensor(a)).shape == (0, 0, 0, 0)
+
+
+def test_empty_matrices_under_the_decomposition_primitives():
+    # lu and triangular_solve take empty inputs (NumPy's reshape(-1, m, n) would not)
+    for shape in [(0, 0), (3, 0, 0), (0, 2, 2), (0, 3), (3, 0)]:
+        lu, pivots, perm = lax_linalg.lu(fg.tensor(np.zeros(shape)))
+        k = min(shape[-2:])
+        assert (lu.shape, pivots.shape, perm.shape) == (shape, shape[:-2] + (k,), shape[:-1])
+    x = lax_linalg.triangular_solve(fg.tensor(np.zeros((0, 2, 2))),
+                                    fg.tensor(np.zeros((0, 2, 3))), left_side=True)
+    assert x.shape == (0, 2, 3)
+    with pytest.raises(ValueError, match="cond: matrices of shape \\(0, 0\\) are empty"):
+        LA.cond(fg.tensor(np.zeros((0, 0))))
+
+
 def test_int_input_promotes_to_float32():
     out = LA.inv(np.array([[2, 0], [0, 4]], np.int32))
     assert out.dtype == np.float32

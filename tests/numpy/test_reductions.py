@@ -102,6 +102,18 @@ def test_max_with_initial():
     _check(fnp.min(fg.tensor(x), axis=1, initial=-6.0), np.min(x, axis=1, initial=-6.0))
 
 
+@pytest.mark.parametrize("dtype", [np.int32, np.int8, np.uint8, np.float16, np.float32])
+def test_extremum_initial_takes_the_input_dtype(dtype):
+    # JAX casts initial to the input's dtype: an int32 max with initial=-10. stays int32
+    x = np.array([[1, 5], [2, 3]], dtype)
+    _check(fnp.max(fg.tensor(x), initial=-10.0), np.array(5, dtype))
+    _check(fnp.min(fg.tensor(x), axis=0, initial=10.0), np.array([1, 3], dtype))
+    _check(fnp.max(fg.tensor(x), axis=1, initial=4.0), np.array([5, 4], dtype))
+    _check(fnp.max(fg.tensor(x), axis=1, initial=0.0, where=fg.tensor([True, False])),
+           np.array([1, 2], dtype))
+    _check(fg.jit(lambda t: fnp.min(t, initial=0.0))(fg.tensor(x)), np.array(0, dtype))
+
+
 # --- JAX's dtype rules ------------------------------------------------------------------
 
 
@@ -116,7 +128,26 @@ def test_sum_accumulation_dtype(dtype, expected):
     assert got.dtype == np.dtype(expected)
     assert got.item() == 4
     assert fnp.sum(fg.tensor(x), axis=0).dtype == np.dtype(expected)
-    assert fnp.cumsum(fg.tensor(x)).dtype == np.dtype(expected)
+
+
+@pytest.mark.parametrize("dtype,expected", [
+    (np.bool_, np.int32), (np.int8, np.int8), (np.int16, np.int16), (np.int32, np.int32),
+    (np.int64, np.int64), (np.uint8, np.uint8), (np.uint16, np.uint16),
+    (np.float16, np.float16), (np.float32, np.float32),
+])
+def test_cumulative_keeps_the_dtype(dtype, expected):
+    # jnp.cumsum/cumprod keep the input's dtype (bools count in int32), unlike jnp.sum
+    x = np.array([[1, 0, 1], [1, 1, 1]]).astype(dtype)
+    for name in ("cumsum", "cumprod"):
+        got = getattr(fnp, name)(fg.tensor(x), axis=1)
+        _check(got, getattr(np, name)(x, axis=1).astype(expected))
+        assert getattr(fnp, name)(fg.tensor(x), dtype=fg.int32).dtype == np.int32
+
+
+def test_int8_cumsum_wraps_around_as_jax():
+    x = fg.tensor(np.array([100, 100], np.int8))
+    for got in (fnp.cumsum(x), fg.jit(fnp.cumsum)(x)):
+        _check(got, np.array([100, -56], np.int8))
 
 
 def test_int8_sum_does_not_overflow():

@@ -154,7 +154,7 @@ def _lapack_one_by_one(batch_shape, size) -> bool:
 
 def _per_matrix(fn, x, out_shapes):
     """Apply a LAPACK wrapper matrix by matrix, filling NaN where it fails (as JAX does)."""
-    flat = x.reshape(-1, *x.shape[-2:])
+    flat = x.reshape(math.prod(x.shape[:-2]), *x.shape[-2:])  # -1 is ambiguous when empty
     outs = [np.full((flat.shape[0], *s), np.nan, x.dtype) for s in out_shapes]
     for i, m in enumerate(flat):
         try:
@@ -249,8 +249,9 @@ def _triangular_solve_lapack(a, b, left_side, lower, transpose_a, unit_diagonal)
     from scipy.linalg import lapack
 
     batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
-    a = np.broadcast_to(a, batch + a.shape[-2:]).reshape(-1, *a.shape[-2:])
-    b = np.broadcast_to(b, batch + b.shape[-2:]).reshape(-1, *b.shape[-2:])
+    count = math.prod(batch)
+    a = np.broadcast_to(a, batch + a.shape[-2:]).reshape(count, *a.shape[-2:])
+    b = np.broadcast_to(b, batch + b.shape[-2:]).reshape(count, *b.shape[-2:])
     trtrs = lapack.get_lapack_funcs("trtrs", (a, b))
     # X op(A) = B  <=>  op(A)^T X^T = B^T; the transposes stay plain for complex inputs
     trans = int(transpose_a != (not left_side))
@@ -380,7 +381,7 @@ def _lu_lapack(a):
     from scipy.linalg import lapack
 
     *batch, m, n = a.shape
-    flat = a.reshape(-1, m, n)
+    flat = a.reshape(math.prod(batch), m, n)
     getrf = lapack.get_lapack_funcs("getrf", (flat,))
     lus = np.empty(flat.shape, a.dtype)
     pivots = np.empty((flat.shape[0], min(m, n)), np.int32)
@@ -391,14 +392,15 @@ def _lu_lapack(a):
         for j, p in enumerate(pivots[i].tolist()):
             perm[j], perm[p] = perm[p], perm[j]
         perms[i] = perm
-    return [lus.reshape(a.shape), pivots.reshape(*batch, -1), perms.reshape(*batch, m)]
+    return [lus.reshape(a.shape), pivots.reshape(*batch, min(m, n)), perms.reshape(*batch, m)]
 
 
 def _lu_columns(a):
     """LU by partial pivoting, one column at a time for all the matrices at once."""
     *batch, m, n = a.shape
     k = min(m, n)
-    lu = np.array(a.reshape(-1, m, n), dtype=a.dtype, copy=True)
+    # explicit sizes: reshape(-1, m, n) is ambiguous for empty matrices (m or n is 0)
+    lu = np.array(a.reshape(math.prod(batch), m, n), dtype=a.dtype, copy=True)
     count = lu.shape[0]
     rows = np.arange(count)
     perm = np.tile(np.arange(m, dtype=np.int32), (count, 1))
