@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import warnings
+
+import numpy as np
+
 from funcgrad.core.tensor import Tensor
 from funcgrad.nn import functional as F
 from funcgrad.nn.module import Module
@@ -147,37 +151,54 @@ class Softmax(Module):
     """Softmax along ``dim``.
 
     Arguments:
-        dim: the axis that sums to one (default the last).
+        dim: the axis that sums to one (default the last); ``None`` picks it as PyTorch's
+            legacy rule does (axis 0 for 0-, 1- and 3-d inputs, else 1) with a warning.
 
     Example:
         >>> nn.Softmax(dim=-1)(fg.tensor([0.0, 0.0]))
         tensor([0.5, 0.5], dtype=float32)
     """
 
-    dim: int
+    dim: int | None
 
-    def __init__(self, dim: int = -1):
-        self.dim = int(dim)
+    def __init__(self, dim: int | None = -1):
+        self.dim = None if dim is None else int(dim)
 
     def forward(self, x) -> Tensor:
-        return F.softmax(x, self.dim)
+        return F.softmax(x, _softmax_dim("softmax", x, self.dim))
 
 
 class LogSoftmax(Module):
     """Log-softmax along ``dim``.
 
     Arguments:
-        dim: the normalized axis (default the last).
+        dim: the normalized axis (default the last); ``None`` picks it as ``Softmax``.
 
     Example:
         >>> nn.LogSoftmax(dim=-1)(fg.tensor([0.0, 0.0]))
         tensor([-0.6931472, -0.6931472], dtype=float32)
     """
 
-    dim: int
+    dim: int | None
 
-    def __init__(self, dim: int = -1):
-        self.dim = int(dim)
+    def __init__(self, dim: int | None = -1):
+        self.dim = None if dim is None else int(dim)
 
     def forward(self, x) -> Tensor:
-        return F.log_softmax(x, self.dim)
+        return F.log_softmax(x, _softmax_dim("log_softmax", x, self.dim))
+
+
+def _softmax_dim(name: str, x, dim: int | None) -> int | None:
+    """``dim``, or for ``None`` PyTorch's legacy implicit choice (``_get_softmax_dim``).
+
+    ``stacklevel=4`` points the warning at the user's ``layer(x)`` line (through
+    ``forward`` and ``Module.__call__``).
+    """
+    if dim is not None:
+        return dim
+    warnings.warn(f"Implicit dimension choice for {name} has been deprecated. Change the "
+                  f"call to include dim=X as an argument.", UserWarning, stacklevel=4)
+    ndim = np.ndim(x)
+    if ndim == 0:
+        return None  # PyTorch's dim 0 of a scalar: the reduction over all (no) axes
+    return 0 if ndim in (1, 3) else 1

@@ -17,7 +17,9 @@ class Dropout(Module):
 
     Arguments:
         p: the drop probability.
-        inference: the default mode (a call's ``inference=`` overrides it).
+        inference: the default mode (a call's ``inference=`` overrides it); keyword-only,
+            because PyTorch's second positional argument is ``inplace`` and
+            ``Dropout(0.5, True)`` must not silently turn dropout off.
 
     Example:
         >>> drop = nn.Dropout(0.5)
@@ -30,7 +32,7 @@ class Dropout(Module):
     p: float
     inference: bool
 
-    def __init__(self, p: float = 0.5, inference: bool = False):
+    def __init__(self, p: float = 0.5, *, inference: bool = False):
         if not 0.0 <= p <= 1.0:
             raise ValueError(f"Dropout: p must be in [0, 1], got {p}")
         self.p, self.inference = float(p), bool(inference)

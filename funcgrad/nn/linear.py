@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 import funcgrad.numpy as fnp
 from funcgrad import random
 from funcgrad.core import dtypes
@@ -109,7 +111,8 @@ class Embedding(Module):
     """A lookup table: integer indices of any shape to vectors of ``embedding_dim``.
 
     ``weight`` (num_embeddings, embedding_dim) is initialized from ``N(0, 1)``, as PyTorch;
-    the row ``padding_idx`` (if given) starts at zero and gets no gradient.
+    the row ``padding_idx`` (if given) starts at zero and gets no gradient. Concrete indices
+    outside ``[0, num_embeddings)`` raise ``IndexError`` (negative ones too, as PyTorch).
 
     Arguments:
         num_embeddings: the number of rows.
@@ -148,6 +151,14 @@ class Embedding(Module):
         if not dtypes.is_integer(indices.dtype):
             raise TypeError(f"Embedding: expected integer indices, got dtype "
                             f"{indices.dtype.name}")
+        if type(indices) is Tensor and indices.size:  # concrete; traced indices are not checked
+            values = np.asarray(indices)
+            out_of_range = (values < 0) | (values >= self.num_embeddings)
+            if out_of_range.any():
+                # PyTorch raises for negative indices too, where NumPy-style take would wrap.
+                raise IndexError(f"Embedding: index {values[out_of_range].flat[0]} is out of "
+                                 f"range for {self.num_embeddings} embeddings (valid indices "
+                                 f"are 0 to {self.num_embeddings - 1})")
         out = fnp.take(self.weight, indices, axis=0)
         if self.padding_idx is not None:
             padded = fnp.expand_dims(indices == self.padding_idx, -1)

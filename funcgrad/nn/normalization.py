@@ -68,7 +68,8 @@ class RMSNorm(Module):
 
     Arguments:
         normalized_shape: an int or the trailing shape to normalize over.
-        eps: added to the mean square.
+        eps: added to the mean square; ``None`` uses the input dtype's machine epsilon
+            (PyTorch's ``eps=None``).
         elementwise_affine: learn a ``weight`` (ones) of that shape.
         dtype: the parameters' dtype (float32 by default).
 
@@ -79,11 +80,12 @@ class RMSNorm(Module):
 
     weight: Tensor | None
     normalized_shape: tuple
-    eps: float
+    eps: float | None
 
-    def __init__(self, normalized_shape, eps: float = 1e-6, elementwise_affine: bool = True,
-                 *, dtype=None):
-        self.normalized_shape, self.eps = _shape(normalized_shape), float(eps)
+    def __init__(self, normalized_shape, eps: float | None = 1e-6,
+                 elementwise_affine: bool = True, *, dtype=None):
+        self.normalized_shape = _shape(normalized_shape)
+        self.eps = None if eps is None else float(eps)
         self.weight = fnp.ones(self.normalized_shape, _dtype(dtype)) if elementwise_affine \
             else None
 

@@ -240,6 +240,27 @@ def test_dropout_scaling_and_determinism():
     np.testing.assert_allclose(g, y)
 
 
+def test_dropout_inference_is_keyword_only():
+    # PyTorch's second positional argument is `inplace`: Dropout(0.5, True) must not silently
+    # mean inference=True.
+    with pytest.raises(TypeError):
+        nn.Dropout(0.5, True)
+    assert nn.Dropout(0.5, inference=True).inference
+
+
+@pytest.mark.parametrize("module,reference", [
+    (nn.Softmax, lambda x, axis: np.exp(np_log_softmax(x, axis))),
+    (nn.LogSoftmax, np_log_softmax),
+])
+@pytest.mark.parametrize("shape,axis", [((), 0), ((4,), 0), ((2, 3), 1), ((2, 3, 4), 0),
+                                        ((2, 3, 4, 5), 1)])
+def test_softmax_modules_dim_none_pick_pytorch_legacy_dim(module, reference, shape, axis):
+    x = rand(*shape)
+    with pytest.warns(UserWarning, match="Implicit dimension choice"):
+        got = module(dim=None)(fg.tensor(x))
+    np.testing.assert_allclose(got, reference(x, axis), rtol=1e-10, atol=1e-14)
+
+
 def test_layer_norm_functional():
     x = rand(2, 5)
     want = (x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + 1e-5)

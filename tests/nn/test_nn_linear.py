@@ -76,3 +76,11 @@ def test_embedding_lookup_padding_and_grad():
     assert abs(nn.Embedding(1000, 8, key=KEY).weight.numpy().std() - 1.0) < 0.05
     with pytest.raises(TypeError, match="integer"):
         emb(fg.ones(3))
+
+
+@pytest.mark.parametrize("index", [-1, -6, 6, 7])
+def test_embedding_rejects_out_of_range_indices(index):
+    # PyTorch raises for negative indices rather than wrapping them as NumPy's take does.
+    emb = nn.Embedding(6, 3, key=KEY)
+    with pytest.raises(IndexError, match=f"index {index} is out of"):
+        emb(fg.tensor([[0, index], [1, 2]]))

@@ -45,6 +45,17 @@ def test_rms_norm_matches_numpy():
     check_grads(lambda m, x: m(x), (rms, fg.tensor(x)), order=2)
 
 
+@pytest.mark.parametrize("dtype", [fg.float32, fg.float64])
+def test_rms_norm_eps_none_is_machine_epsilon(dtype):
+    rms = nn.RMSNorm(4, eps=None, elementwise_affine=False)
+    eps = np.finfo(np.dtype(dtype.name)).eps
+    x = (np.array([[1.0, -2.0, 3.0, 0.0]]) * np.sqrt(eps)).astype(np.dtype(dtype.name))
+    want = x / np.sqrt((x.astype(np.float64) ** 2).mean(-1, keepdims=True) + eps)
+    got = rms(fg.tensor(x))
+    assert got.dtype == dtype
+    np.testing.assert_allclose(got, want, rtol=1e-5 if dtype == fg.float32 else 1e-12)
+
+
 def np_batch_norm(x, running_mean, running_var, count, weight, bias, eps, momentum):
     """PyTorch's training-mode batch norm and running-average update."""
     axes = (0,) + tuple(range(2, x.ndim))
