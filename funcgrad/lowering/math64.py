@@ -14,7 +14,8 @@ Accuracy (float64, measured by tests/lowering/test_math_lowering.py against NumP
 accurate, beyond that NaN: no Payne-Hanek reduction); the float32/16 and bfloat16
 ``sin``/``cos``/``tan`` reduce by a table of 2/pi (``_reduce_narrow``) and are correctly
 rounded for every finite argument (tested on 80,000, up to 3.4e38); ``atan2`` of them is
-the float64 one rounded;
+the float64 one rounded, ``atan``/``asin``/``acos``/``acosh`` short float64 evaluations
+(``_narrow_inverse``) rounded, within an ulp (IREE's float32 ones are 40 ulp off);
 ``tanh``, ``expm1``, ``log1p``, ``sinh``, ``cosh``, ``asinh``, ``acosh``, ``atan``,
 ``asin``, ``acos``, ``atan2``, ``atanh`` within 4 ulp everywhere; ``fmod`` exact except
 for |x| near the float64 maximum with |x / y| > 2**53 (about 3 s to compile).
@@ -61,12 +62,20 @@ def rules_for_dtype(native, fallback: dict):
 
 def in_float64(function):
     """``function`` computed in float64 and rounded back to its operands' dtype: the
-    fallback for float32/float16/bfloat16 where their native lowering is wrong."""
+    fallback for float32/float16/bfloat16 where their native lowering is wrong.
+
+    float16 and bfloat16 results are rounded through float32, as the eager (NumPy and
+    ml_dtypes) functions compute them in float32: rounding once could differ from eager
+    at the float32 results that fall next to a narrow rounding midpoint.
+    """
 
     def wrapped(*args):
         dtype = args[0].dtype
         wide = [ew.convert_element_type(a, dtypes.float64) for a in args]
-        return ew.convert_element_type(function(*wide), dtype)
+        out = function(*wide)
+        if np.dtype(dtype).itemsize < 4:
+            out = ew.convert_element_type(out, dtypes.float32)
+        return ew.convert_element_type(out, dtype)
 
     wrapped.__name__ = getattr(function, "__name__", "function")
     return wrapped
@@ -448,14 +457,15 @@ def _atan_nonnegative(a):
     """atan(a) for a >= 0 (or NaN): reduce to |t| <= 7/16 around a breakpoint."""
     one = full_like(a, 1.0)
     bounds = (7 / 16, 11 / 16, 19 / 16, 39 / 16)
-    t_candidates = (a, (2.0 * a - 1.0) / (2.0 + a), (a - 1.0) / (a + 1.0),
-                    (a - 1.5) / (1.0 + 1.5 * a), -one / a)
-    # index 0: no reduction; 1..4: around breakpoint index-1
+    # index 0: no reduction (a / 1, exact); 1..4: around breakpoint index-1
+    numerators = (a, 2.0 * a - 1.0, a - 1.0, a - 1.5, -one)
+    denominators = (one, 2.0 + a, a + 1.0, 1.0 + 1.5 * a, a)
     index = full_like(a, 0.0)
     for bound in bounds:
         index = index + ew.convert_element_type(ew.ge(a, full_like(a, bound)), a.dtype)
     which = ew.convert_element_type(index, dtypes.int32)
-    t = ew.select_n(which, *t_candidates)
+    # one division of the selected operands, not one per candidate: divisions dominate
+    t = ew.select_n(which, *numerators) / ew.select_n(which, *denominators)
     z = t * t
     w = z * z
     s1 = z * _polynomial(w, _AT[10::-2])
@@ -512,6 +522,62 @@ def acos(x):
     >>> acos(fg.tensor([0.5]))
     """
     return 2.0 * _atan_nonnegative(ew.sqrt((1.0 - x) / (1.0 + x)))
+
+
+# --- float32 and narrower inverse functions: float64, rounded once to float32 -----------------
+# IREE's float32 asin/acos/atan are up to 40 ulp off (4 for acosh near 1).  A float32 (or
+# narrower) argument is exact in float64, where a short evaluation good to 2**-43 rounds
+# back correctly but for the rare values within 2**-43 of a rounding midpoint: within an
+# ulp of the true value.  Cheaper than the full float64 functions above (about 2x).
+
+_TAN_PI_8, _TAN_3PI_8 = math.tan(math.pi / 8), math.tan(3 * math.pi / 8)
+# atan(t) = t + t z P(z), z = t**2 <= tan(pi/8)**2: P fitted at Chebyshev nodes (degree 7),
+# relative error of atan below 2**-43 (checked against mpmath)
+_ATAN_NARROW = (0.03299869760239289, -0.06029830380602184, 0.07605397104035895,
+                -0.0908417200430235, 0.11110823946421503, -0.1428570823202255,
+                0.19999999951169561, -0.3333333333326854)
+
+
+def _atan_ratio(y, x):
+    """atan(y / x) in [0, pi/2] for float64 y, x >= 0 (not both 0 or inf), NaN if either
+    is; one division reduces to |t| <= tan(pi/8) around 0, pi/4 or pi/2."""
+    above = ew.gt(y, x * _TAN_3PI_8)
+    middle = ew.gt(y, x * _TAN_PI_8)
+    # y / x, (y - x) / (y + x) = tan(angle - pi/4), -x / y = tan(angle - pi/2)
+    t = _where(above, -x, _where(middle, y - x, y)) / _where(above, y,
+                                                            _where(middle, y + x, x))
+    base = _where(above, math.pi / 2, _where(middle, math.pi / 4, full_like(t, 0.0)))
+    z = t * t
+    return base + (t + t * (z * _polynomial(z, _ATAN_NARROW)))
+
+
+def _narrow_inverse(kind):
+    """atan, asin, acos or acosh of a float32/float16/bfloat16 x, computed in float64 and
+    rounded (through float32, as eager computes the narrow ones)."""
+
+    def function(x):
+        dtype = x.dtype
+        wide = ew.convert_element_type(x, dtypes.float64)
+        a = ew.abs(wide)
+        if kind == "atan":
+            out = _with_sign_of(_atan_ratio(a, full_like(a, 1.0)), wide)
+        elif kind == "asin":  # (1 - a)(1 + a) is exact: no cancellation near |x| = 1
+            out = _with_sign_of(_atan_ratio(a, ew.sqrt((1.0 - a) * (1.0 + a))), wide)
+        elif kind == "acos":  # 2 atan(sqrt((1 - x) / (1 + x))); acos(1) = +0
+            out = 2.0 * _atan_ratio(ew.sqrt(1.0 - wide), ew.sqrt(1.0 + wide))
+        else:  # acosh: log(x + sqrt((x - 1)(x + 1))), the product exact; NaN below 1
+            out = ew.log(wide + ew.sqrt((wide - 1.0) * (wide + 1.0)))
+            out = _where(ew.lt(wide, full_like(wide, 1.0)), math.nan, out)
+        if np.dtype(dtype).itemsize < 4:
+            out = ew.convert_element_type(out, dtypes.float32)
+        return ew.convert_element_type(out, dtype)
+
+    function.__name__ = f"narrow_{kind}"
+    return function
+
+
+narrow_atan, narrow_asin = _narrow_inverse("atan"), _narrow_inverse("asin")
+narrow_acos, narrow_acosh = _narrow_inverse("acos"), _narrow_inverse("acosh")
 
 
 # --- remainder ---------------------------------------------------------------------------------

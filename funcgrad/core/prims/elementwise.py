@@ -846,10 +846,13 @@ def _declare_math_fallbacks():
         acosh_p: math64.acosh, atanh_p: math64.atanh, rem_p: math64.fmod,
     }
     # computed in float64 and rounded: the native float32 expansions are wrong for huge
-    # arguments (sin/cos/tan give inf) and at zeros and infinities (atan2 gives NaN);
-    # sin/cos/tan reduce their (float32) argument by a table, exactly for every value
+    # arguments (sin/cos/tan give inf), at zeros and infinities (atan2 gives NaN) and up
+    # to 40 ulp off for asin/acos/atan (4 for acosh near 1); sin/cos/tan reduce their
+    # (float32) argument by a table, exactly for every value
     all_floats = {sin_p: math64.narrow_sin, cos_p: math64.narrow_cos,
-                  tan_p: math64.narrow_tan, atan2_p: math64.in_float64(math64.atan2)}
+                  tan_p: math64.narrow_tan, atan2_p: math64.in_float64(math64.atan2),
+                  atan_p: math64.narrow_atan, asin_p: math64.narrow_asin,
+                  acos_p: math64.narrow_acos, acosh_p: math64.narrow_acosh}
     for prim, function in float64_only.items():
         fallback = {f64: rules.via(function)}
         if prim in all_floats:
