@@ -33,8 +33,9 @@ class Tensor:
     # whose eager view becomes _buf on first use, so a result fed to the next jit call is
     # never copied
     __slots__ = ("_buf", "_weak", "_dev", "__weakref__")
+    # as JAX's arrays: above an ndarray's priority and without __array_ufunc__, NumPy defers
+    # `ndarray + Tensor` to Tensor.__radd__, while np.exp(t) takes a host copy (__array__)
     __array_priority__ = 100
-    __array_ufunc__ = None  # NumPy defers `ndarray + Tensor` to Tensor.__radd__
     __hash__ = None  # elementwise __eq__, like NumPy and JAX arrays
 
     def __getattr__(self, name):
@@ -317,7 +318,8 @@ def to_numpy_array(data, dtype=None) -> np.ndarray:
                 -(2**31) <= data < 2**31):
             raise OverflowError(f"fg.tensor: Python int {data} does not fit the default int32; "
                                 "pass dtype=fg.int64")
-    elif isinstance(data, (list, tuple)):
+    elif isinstance(data, (list, tuple, range)):
+        data = list(data) if type(data) is range else data
         if any(isinstance(x, Tensor) for x in _flatten_list(data)):
             data = _tensors_to_arrays(data)
         arr = _list_to_array(data, keep_default=dtype is None)

@@ -70,7 +70,6 @@ from funcgrad.numpy._reductions import all, any, max, min, sum  # noqa: F401,A00
 from funcgrad.numpy._shape import *  # noqa: F401,F403
 from funcgrad.numpy._signal import *  # noqa: F401,F403
 from funcgrad.numpy._statistics import *  # noqa: F401,F403
-from funcgrad.numpy._util import asarray  # noqa: F401
 
 pi = _math.pi
 e = _math.e

@@ -15,8 +15,8 @@ from funcgrad.core.devices import device as _lookup_device
 from funcgrad.core.prims import elementwise as ew
 from funcgrad.core.prims.structural import broadcast_in_dim, iota
 from funcgrad.core.prims.structural import full as _full
-from funcgrad.core.tensor import Tensor
-from funcgrad.numpy._util import asarray
+from funcgrad.core.tensor import Tensor, tensor
+from funcgrad.numpy._util import asarray as _as_tensor
 
 
 def _shape(shape) -> tuple:
@@ -52,8 +52,11 @@ def _placed(fn):
     return create
 
 
-def _like_device(x, out):
-    """``out`` on the device of ``x`` when ``x`` is a GPU tensor (as JAX's ``*_like``)."""
+def _like_device(x, out, device=None):
+    """``out`` on ``device``, else on the device of ``x`` when ``x`` is a GPU tensor (as
+    JAX's ``*_like``)."""
+    if device is not None:
+        return out.to(_lookup_device(device))
     placed = getattr(x, "device", CPU) if type(x) is Tensor else CPU
     return out if placed == CPU else out.to(placed)
 
@@ -76,14 +79,14 @@ def full(shape, fill_value, dtype=None, device=None):
     """
     shape = _shape(shape)
     if hasattr(fill_value, "shape") and getattr(fill_value, "ndim", 0):
-        value = asarray(fill_value, dtype)
+        value = _as_tensor(fill_value, dtype)
         from funcgrad.numpy._shape import broadcast_to
 
         return broadcast_to(value, shape)
     target = _dtype_of_fill(fill_value, dtype)
     if isinstance(fill_value, (bool, int, float, complex, np.generic)):
         return _full(shape, fill_value, target)
-    value = ew.convert_element_type(asarray(fill_value), target)
+    value = ew.convert_element_type(_as_tensor(fill_value), target)
     return broadcast_in_dim(value, shape, ())
 
 
@@ -110,32 +113,32 @@ def empty(shape, dtype=None, device=None):
 
 
 def _like(x, shape, dtype):
-    x = asarray(x)
+    x = _as_tensor(x)
     return (x.shape if shape is None else _shape(shape),
             x.dtype if dtype is None else dtypes.canonicalize(dtype))
 
 
-def zeros_like(x, dtype=None, shape=None):
-    """Zeros with the shape and dtype of ``x``."""
+def zeros_like(x, dtype=None, shape=None, *, device=None):
+    """Zeros with the shape and dtype of ``x`` (on ``device``, else where ``x`` is)."""
     shape, dtype = _like(x, shape, dtype)
-    return _like_device(x, _full(shape, 0, dtype))
+    return _like_device(x, _full(shape, 0, dtype), device)
 
 
-def ones_like(x, dtype=None, shape=None):
-    """Ones with the shape and dtype of ``x``."""
+def ones_like(x, dtype=None, shape=None, *, device=None):
+    """Ones with the shape and dtype of ``x`` (on ``device``, else where ``x`` is)."""
     shape, dtype = _like(x, shape, dtype)
-    return _like_device(x, _full(shape, 1, dtype))
+    return _like_device(x, _full(shape, 1, dtype), device)
 
 
-def full_like(x, fill_value, dtype=None, shape=None):
-    """``fill_value`` with the shape and dtype of ``x``."""
+def full_like(x, fill_value, dtype=None, shape=None, *, device=None):
+    """``fill_value`` with the shape and dtype of ``x`` (on ``device``, else where ``x`` is)."""
     shape, dtype = _like(x, shape, dtype)
-    return _like_device(x, full(shape, fill_value, dtype))
+    return _like_device(x, full(shape, fill_value, dtype), device)
 
 
-def empty_like(x, dtype=None, shape=None):
+def empty_like(x, dtype=None, shape=None, *, device=None):
     """Same as ``zeros_like`` (tensors are immutable)."""
-    return zeros_like(x, dtype, shape)
+    return zeros_like(x, dtype, shape, device=device)
 
 
 def _static(name, value):
@@ -187,7 +190,7 @@ def linspace(start, stop, num: int = 50, endpoint: bool = True, retstep: bool = 
         raise TypeError(f"linspace: num must be an int, got {num!r}")
     if num < 0:
         raise ValueError(f"linspace: num must be non-negative, got {num}")
-    start_t, stop_t = asarray(start), asarray(stop)
+    start_t, stop_t = _as_tensor(start), _as_tensor(stop)
     if dtype is None:
         dtype = dtypes.result_type(start, stop)
         dtype = dtypes.float_dtype_for(dtype)
@@ -246,6 +249,8 @@ def eye(N: int, M: int | None = None, k: int = 0, dtype=None, *, device=None):
     """
     M = N if M is None else M
     N, M = _shape((N, M))
+    if isinstance(k, (float, complex, np.inexact)):
+        raise ValueError(f"eye: k (the diagonal) must be an integer, got {k!r}")
     dtype = dtypes.float32 if dtype is None else dtypes.canonicalize(dtype)
     rows = iota(dtypes.int32, (N, M), 0)
     cols = iota(dtypes.int32, (N, M), 1)
@@ -273,7 +278,7 @@ def meshgrid(*xs, indexing: str = "xy"):
     """Coordinate grids from 1-d coordinate vectors (as ``numpy.meshgrid``)."""
     if indexing not in ("xy", "ij"):
         raise ValueError("meshgrid: indexing must be 'xy' or 'ij'")
-    xs = [asarray(x) for x in xs]
+    xs = [_as_tensor(x) for x in xs]
     shape = [x.size for x in xs]
     if indexing == "xy" and len(xs) >= 2:
         shape[0], shape[1] = shape[1], shape[0]
@@ -284,6 +289,23 @@ def meshgrid(*xs, indexing: str = "xy"):
             dim = 1 - i
         out.append(broadcast_in_dim(x.reshape(-1), tuple(shape), (dim,)))
     return out
+
+
+def asarray(a, dtype=None, order=None, *, copy=None, device=None) -> Tensor:
+    """``a`` as a Tensor, as ``jnp.asarray``: Tensors (traced ones too) pass through,
+    converted to ``dtype`` if given; NumPy arrays and other data are copied, so changing
+    a NumPy array afterwards does not change the Tensor.  ``copy=False`` wraps a NumPy
+    array's memory without copying it (the caller then promises not to change it).
+
+    >>> fnp.asarray(np.arange(3.0), dtype=fnp.float32)
+    tensor([0., 1., 2.], dtype=float32)
+    """
+    if order not in (None, "K", "A", "C"):
+        raise ValueError(f"asarray: order={order!r} is not supported (Tensors are "
+                         "C-contiguous); use order=None")
+    if device is None and (isinstance(a, Tensor) or copy is False and type(a) is np.ndarray):
+        return _as_tensor(a, dtype)  # (a Tensor's conversion is an operation, as astype)
+    return tensor(a, dtype, device)
 
 
 # the public names are this module's own functions (not the helpers it imports)

@@ -15,7 +15,7 @@ from funcgrad.core import interpreter as _interp
 from funcgrad.core import reuse
 from funcgrad.core.prims import elementwise as ew
 from funcgrad.core.tensor import Tensor, wrap
-from funcgrad.numpy import _indexing
+from funcgrad.numpy import _indexing, _util
 
 
 def _swap(fn):
@@ -144,7 +144,7 @@ def _transpose(self, *axes):
 
 
 def _astype(self, dtype):
-    return fnp.asarray(self, dtype)
+    return _util.asarray(self, dtype)
 
 
 _METHODS = {

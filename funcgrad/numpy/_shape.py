@@ -11,7 +11,7 @@ import numpy as np
 from funcgrad.core import dtypes
 from funcgrad.core.interpreter import Tracer
 from funcgrad.core.prims import structural as st
-from funcgrad.core.tensor import Tensor
+from funcgrad.core.tensor import Tensor, tensor
 from funcgrad.numpy._util import (
     asarray,
     axis_or_flattened,
@@ -692,9 +692,10 @@ def diff(x, n: int = 1, axis: int = -1, prepend=None, append=None):
     return x
 
 
-def copy(x):
-    """A copy of ``x`` (tensors are immutable, so ``x`` itself, as a tensor)."""
-    return asarray(x)
+def copy(a):
+    """A copy of ``a`` as a Tensor: a Tensor itself (Tensors are immutable), other data
+    copied (changing a NumPy array afterwards does not change the copy)."""
+    return a if isinstance(a, Tensor) else tensor(a)
 
 
 def astype(x, dtype):

@@ -372,15 +372,25 @@ def _run_compiled(program: IR, tensors):
 
         device = gpu.placement([as_tensor(t) for t in tensors], f"jit({program._name})"
                                if hasattr(program, "_name") else "jit")
-        return [wrap_device(o) for o in executable_for(program, device)(buffers)]
+        return _results(program, executable_for(program, device)(buffers))
     exe = _ready_executable(program)
     if exe is None:  # still compiling: run the traced program eagerly meanwhile
         with _interp.using(_interp.EAGER):
             return eval_ir(program, *[as_tensor(t) for t in tensors])
-    outs = [wrap_device(o) for o in exe(buffers)]
+    outs = _results(program, exe(buffers))
     if _interp.config.debug_nans:
         _find_nans(program, tensors, outs)
     return outs
+
+
+def _results(program: IR, buffers) -> list:
+    """Tensors over a call's result buffers, weakly typed where the traced outputs are
+    (as JAX's: ``jit(lambda s: 0.1 * s)(x) * float16_tensor`` stays float16, as eagerly)."""
+    try:
+        weak = program._weak_outputs
+    except AttributeError:
+        weak = program._weak_outputs = [v.aval.weak_type for v in program.outputs]
+    return [wrap_device(b, w) for b, w in zip(buffers, weak, strict=True)]
 
 
 def _find_nans(program: IR, tensors, outs):
@@ -401,7 +411,7 @@ def _jit_impl(*args, program, name):
 
 
 def _jit_abstract_eval(*args, program, name):
-    return [v.aval.strip_weak() for v in program.outputs]
+    return [v.aval for v in program.outputs]
 
 
 def _jit_jvp(primals, tangents, *, program, name):
@@ -572,19 +582,26 @@ def _shared_traces(fun, options) -> dict:
 class Jitted:
     """The callable ``jit`` returns (see ``jit``)."""
 
-    def __init__(self, fun, static_argnums=(), static_argnames=(), donate_argnums=()):
+    def __init__(self, fun, static_argnums=(), static_argnames=(), donate_argnums=(),
+                 donate_argnames=()):
         functools.update_wrapper(self, fun)
         self.fun = fun
         as_tuple = lambda x: (x,) if isinstance(x, (int, str)) else tuple(x)
         self.static_argnums = as_tuple(static_argnums)
         self.static_argnames = as_tuple(static_argnames)
         self.donate_argnums = as_tuple(donate_argnums)
+        self.donate_argnames = as_tuple(donate_argnames)
         try:
             self._signature = inspect.signature(fun)
         except (TypeError, ValueError):
             self._signature = None
         if self._signature is not None:
             self._infer_static(self._signature)
+        overlap = set(self.static_argnums) & set(self.donate_argnums)
+        if overlap:
+            raise ValueError(f"jit({getattr(fun, '__name__', 'fun')}): argument(s) "
+                             f"{sorted(overlap)} are both static and donated; a static "
+                             "argument is a Python value with no buffer to donate")
         self._cache = _shared_traces(fun, (self.static_argnums, self.static_argnames,
                                            self.donate_argnums))
         self._last_key = None
@@ -597,14 +614,31 @@ class Jitted:
         params = list(signature.parameters.values())
         positional = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY,
                                                            p.POSITIONAL_OR_KEYWORD)]
+        name = f"jit({getattr(self.fun, '__name__', 'fun')})"
+        if not any(p.kind is p.VAR_KEYWORD for p in params):
+            known = {p.name for p in params if p.kind is not p.POSITIONAL_ONLY}
+            for option in ("static_argnames", "donate_argnames"):
+                unknown = sorted(set(getattr(self, option)) - known)
+                if unknown:
+                    raise ValueError(f"{name}: {option} names {unknown}, which the function "
+                                     f"does not take (its parameters: {sorted(known)})")
+        self.donate_argnums = tuple(sorted(
+            {*self.donate_argnums, *(positional.index(n) for n in self.donate_argnames
+                                     if n in positional)}))
         nums = set(self.static_argnums)
         if not any(p.kind is p.VAR_POSITIONAL for p in params):
-            for i in self.static_argnums:
-                if not -len(positional) <= i < len(positional):
-                    raise ValueError(f"jit({getattr(self.fun, '__name__', 'fun')}): "
-                                     f"static_argnums={self.static_argnums} but the function "
-                                     f"takes {len(positional)} positional argument(s)")
+            for option in ("static_argnums", "donate_argnums"):
+                for i in getattr(self, option):
+                    if not -len(positional) <= i < len(positional):
+                        raise ValueError(f"{name}: {option}={getattr(self, option)} but the "
+                                         f"function takes {len(positional)} positional "
+                                         "argument(s)")
             nums = {i % len(positional) for i in nums}
+            self.donate_argnums = tuple(sorted({i % len(positional)
+                                                for i in self.donate_argnums}))
+            self.donate_argnames = tuple(sorted({*self.donate_argnames, *(
+                positional[i] for i in self.donate_argnums
+                if params[i].kind is not params[i].POSITIONAL_ONLY)}))
         names = set(self.static_argnames)
         for i, name in enumerate(positional):
             if name in names:
@@ -730,7 +764,7 @@ class Jitted:
                 if entry is not None:
                     self._last_key = key
                     outs = _run_compiled(entry.program, entry.consts + flat)
-                    if self.donate_argnums:
+                    if self.donate_argnums or self.donate_argnames:
                         self._donate(args, kwargs)
                     return tree_unflatten(entry.out_tree, outs)
         entry, flat = self._entry(args, kwargs)
@@ -743,11 +777,12 @@ class Jitted:
         return tree_unflatten(entry.out_tree, outs)
 
     def _donate(self, args, kwargs):
-        for i in self.donate_argnums:
-            if i < len(args):
-                for leaf in tree_flatten(args[i])[0]:
-                    if type(leaf) is Tensor:
-                        _mark_donated(leaf, f"argument {i} of jit({self._name})")
+        donated = [(f"argument {i}", args[i]) for i in self.donate_argnums if i < len(args)]
+        donated += [(f"argument {k!r}", kwargs[k]) for k in self.donate_argnames if k in kwargs]
+        for where, value in donated:
+            for leaf in tree_flatten(value)[0]:
+                if type(leaf) is Tensor:
+                    _mark_donated(leaf, f"{where} of jit({self._name})")
 
     def lower(self, *args, **kwargs) -> Lowered:
         """The MLIR this function compiles to for these arguments."""
@@ -766,12 +801,14 @@ def _argument(x) -> Tensor:
     """A jit argument as a Tensor.  Python numbers become *weak* 64-bit values: they still
     adapt to the other operand's dtype (``float32_tensor * 0.1`` stays float32), but a
     float64 computation sees them at full precision, as it does eagerly (a float32 0.1
-    would be 1.5e-9 off, and 2**40 would not fit an int32)."""
+    would be 1.5e-9 off, and 2**40 would not fit an int32).  An int outside int32's range
+    is a plain int64, as ``np.int64(x)``: results made from it alone stay int64 rather than
+    being cut to the default int32, which would wrap it silently."""
     if type(x) in (float, complex) or (type(x) is int and -2**63 <= x < 2**63):
         dtype = _PYTHON_SCALAR_DTYPES.get(type(x), np.dtype(np.int64))
         from funcgrad.core.tensor import wrap
 
-        return wrap(np.asarray(x, dtype), True)
+        return wrap(np.asarray(x, dtype), type(x) is not int or -2**31 <= x < 2**31)
     return as_tensor(x)
 
 
@@ -839,13 +876,14 @@ def _fmt(sig) -> str:
     return f"{np.dtype(dtype).name}{list(shape)}{' (weak)' if weak else ''}{where}"
 
 
-def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=()):
+def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=(),
+        donate_argnames=()):
     """Compile ``fun`` through MLIR and IREE; traces once per input signature.
 
     Python side effects in ``fun`` run only while tracing.  ``static_argnums`` /
     ``static_argnames`` mark hashable arguments whose values are baked into the program;
-    ``donate_argnums`` lets the compiled call consume those inputs (using them afterwards
-    raises).  ``f.lower(*args).as_text()`` shows the MLIR.
+    ``donate_argnums`` (or ``donate_argnames``) lets the compiled call consume those inputs
+    (using them afterwards raises).  ``f.lower(*args).as_text()`` shows the MLIR.
 
     >>> f = fg.jit(lambda x: fnp.sin(x) * 2)
     >>> f(fg.tensor([0.0, 1.0]))
@@ -853,8 +891,8 @@ def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=()):
     """
     if fun is None:
         return lambda f: jit(f, static_argnums=static_argnums, static_argnames=static_argnames,
-                             donate_argnums=donate_argnums)
-    return Jitted(fun, static_argnums, static_argnames, donate_argnums)
+                             donate_argnums=donate_argnums, donate_argnames=donate_argnames)
+    return Jitted(fun, static_argnums, static_argnames, donate_argnums, donate_argnames)
 
 
 def clear_caches():

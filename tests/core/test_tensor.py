@@ -616,3 +616,21 @@ def test_small_numpy_conformance_cases():
     assert t[fg.tensor(True)].shape == (1, 2, 2) and t[fg.tensor(False)].shape == (0, 2, 2)
     with pytest.raises(TypeError, match="integers"):
         fg.numpy.take_along_axis(t, fg.tensor([[0.0], [1.0]]), axis=1)
+
+
+def test_numpy_functions_take_tensors_as_with_jax_arrays():
+    t = fg.tensor([0.5, -2.0, 3.0])
+    host = np.asarray([0.5, -2.0, 3.0], np.float32)
+    for got, want in [(np.sin(t), np.sin(host)), (np.add(host, t), host * 2),
+                      (np.maximum(t, 0), np.maximum(host, 0)), (np.isnan(t), np.isnan(host))]:
+        assert type(got) is np.ndarray
+        np.testing.assert_array_equal(got, want)
+    assert type(host + t) is fg.Tensor and type(host < t) is fg.Tensor  # Tensor.__radd__...
+    a = host.copy()
+    a += t  # rebinds a to a Tensor; the NumPy array stays as it was
+    assert type(a) is fg.Tensor
+    np.testing.assert_array_equal(a.numpy(), host * 2)
+    from funcgrad.core.interpreter import ConcretizationError
+
+    with pytest.raises(ConcretizationError, match="traced value"):
+        fg.jit(lambda x: np.sin(x))(t)

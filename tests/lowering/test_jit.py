@@ -149,6 +149,20 @@ def test_lower_as_text_holds_closed_over_values_as_constants():
     _close(f.lower(x, 3).compile()(x), want, rtol=1e-5, atol=1e-6)
 
 
+def test_results_keep_weak_types_as_eagerly():
+    """As JAX's: a result computed from Python scalars stays weakly typed, so it does not
+    promote a float16 tensor it meets later."""
+    schedule = lambda s: 0.1 * 0.5 ** s  # noqa: E731
+    half = fg.ones(2, dtype=fg.float16)
+    eager = schedule(fg.tensor(3.0))
+    for step in (fg.tensor(3.0), 3.0):
+        jitted = fg.jit(schedule)(step)
+        assert jitted.weak_type and eager.weak_type
+        assert (half * jitted).dtype == (half * eager).dtype == fg.float16
+    assert not fg.jit(lambda x: x * 2.0)(fg.ones(2)).weak_type
+    assert fg.jit(fg.grad(lambda x: (x * x).sum()))(fg.ones(2)).dtype == fg.float32
+
+
 def _vmfb_files(root):
     return sorted(pathlib.Path(root).rglob("*.vmfb"))
 
@@ -220,6 +234,29 @@ def test_donated_argument_cannot_be_used_again():
         f(x, y)
     _close(y, np.asarray(y))  # the other argument is untouched
     _close(f(out, y), want + np.asarray(y), rtol=1e-12)
+
+
+def test_donate_argnames_by_name_or_position():
+    f = fg.jit(lambda x, y: x * y, donate_argnames="x")
+    for call in (lambda x, y: f(x, y), lambda x, y: f(x=x, y=y)):
+        x, y = _f64(3), _f64(3, seed=1)
+        want = np.asarray(x) * np.asarray(y)
+        _close(call(x, y), want, rtol=1e-12)
+        with pytest.raises(DonatedBufferError, match="donated"):
+            np.asarray(x)
+        _close(y, np.asarray(y))
+
+
+@pytest.mark.parametrize("options, message", [
+    (dict(static_argnames="nn"), r"static_argnames names \['nn'\]"),
+    (dict(donate_argnames="z"), r"donate_argnames names \['z'\]"),
+    (dict(donate_argnums=5), r"donate_argnums=\(5,\) but the function takes 2"),
+    (dict(static_argnums=1, donate_argnums=1), r"both static and donated"),
+    (dict(static_argnames="n", donate_argnums=1), r"both static and donated"),
+])
+def test_jit_options_naming_no_argument_are_refused(options, message):
+    with pytest.raises(ValueError, match=message):
+        fg.jit(lambda a, n: a * n, **options)
 
 
 # --- pytrees --------------------------------------------------------------------------------
@@ -402,6 +439,9 @@ def test_python_number_arguments_keep_full_precision():
     assert fg.jit(lambda x, dt: x * dt + 1.0)(x32, 0.1).dtype == fg.float32
     assert fg.jit(lambda a, b: a * b)(2.0, 3.0).dtype == fg.float32
     assert fg.jit(lambda a: a + 1)(5).dtype == fg.int32
+    # an int beyond int32 is an int64, not cut to int32 (it was wrapped to 0)
+    assert fg.jit(lambda a: a)(2**40).item() == 2**40
+    assert fg.jit(lambda a: a - 1)(-2**40).item() == -2**40 - 1
     calls = []
     traced = fg.jit(lambda a, b: (calls.append(1), a * b)[1])
     traced(x64, 0.1)

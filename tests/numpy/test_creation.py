@@ -235,3 +235,37 @@ def test_dtype_introspection_as_jax_numpy():
     assert fnp.cdouble(1.0).dtype == np.complex128 and fnp.dtype("int16") == fg.int16
     with pytest.raises(ValueError, match="unknown kind"):
         fnp.isdtype(fg.float32, "float")
+
+
+def test_asarray_and_copy_do_not_share_memory_with_numpy_arrays():
+    """As jnp.asarray: a Tensor is immutable, so later changes to the NumPy array it was
+    made from do not reach it (eagerly or through jit); copy=False opts into sharing."""
+    arr = np.arange(4, dtype=np.float32)
+    made = [fnp.asarray(arr), fnp.copy(arr), fnp.asarray(arr, dtype=fnp.float32),
+            fnp.array(arr)]
+    shared = fnp.asarray(arr, copy=False)
+    double = fg.jit(lambda x: x * 2)
+    before = [double(t).numpy() for t in made]
+    arr[:] = 7
+    for t, b in zip(made, before, strict=True):
+        np.testing.assert_array_equal(t.numpy(), [0, 1, 2, 3])
+        np.testing.assert_array_equal(double(t).numpy(), b)
+    np.testing.assert_array_equal(shared.numpy(), [7, 7, 7, 7])
+    t = fg.tensor([1.0, 2.0])
+    assert fnp.asarray(t) is t and fnp.copy(t) is t
+    assert fnp.asarray(2.0).weak_type and fnp.asarray(2.0).dtype == fnp.float32
+    assert fnp.asarray(t, dtype=fnp.float64).dtype == fnp.float64
+    with pytest.raises(ValueError, match="order='F'"):
+        fnp.asarray(arr, order="F")
+
+
+def test_like_functions_take_a_device_eye_an_integer_diagonal_tensor_a_range():
+    x = fg.ones((2, 3), dtype=fg.float16)
+    for make in (fnp.zeros_like, fnp.ones_like, fnp.empty_like,
+                 lambda x, **kw: fnp.full_like(x, 2.0, **kw)):
+        out = make(x, device="cpu")
+        assert out.shape == (2, 3) and out.dtype == fg.float16 and out.device == fg.device("cpu")
+    with pytest.raises(ValueError, match="k .* must be an integer, got 1.5"):
+        fnp.eye(3, k=1.5)
+    np.testing.assert_array_equal(fnp.eye(3, k=np.int64(1)).numpy(), np.eye(3, k=1))
+    assert fg.tensor(range(3)).tolist() == [0, 1, 2] and fg.tensor(range(3)).dtype == fg.int32
