@@ -474,3 +474,27 @@ def test_grad_of_jit_through_a_single_element_update():
         np.testing.assert_allclose(fg.grad(fg.jit(loss))(x).numpy(), want, rtol=1e-6)
         np.testing.assert_allclose(fg.vjp(fg.jit(loss), x)[1](fg.tensor(1.0))[0].numpy(), want,
                                    rtol=1e-6)
+
+
+@pytest.mark.parametrize("lhs, rhs", [((2, 0), (0, 3)), ((0, 4), (4, 2)), ((3, 0), (0,)),
+                                      ((5, 2, 0), (5, 0, 1))])
+def test_products_with_an_empty_axis(lhs, rhs):
+    """A contraction of length 0 is zeros (IREE 3.13 fails to compile one); an empty free
+    axis is an empty result."""
+    a, b = np.ones(lhs, np.float32), np.ones(rhs, np.float32)
+    got = fg.jit(fnp.matmul)(fg.tensor(a), fg.tensor(b)).numpy()
+    assert got.shape == np.matmul(a, b).shape
+    np.testing.assert_array_equal(got, np.matmul(a, b))
+
+
+def test_gathers_and_products_over_empty_axes():
+    empty = fg.tensor(np.zeros((0, 0), np.float32))
+    assert fg.jit(fnp.diagonal)(empty).shape == (0,)
+    rows = fg.tensor(np.ones((2, 3), np.float32))
+    none = fg.tensor(np.zeros((2, 0), np.int32))
+    assert fg.jit(lambda a, i: fnp.take_along_axis(a, i, axis=1))(rows, none).shape == (2, 0)
+    x = fg.tensor(np.ones((0, 2), np.float32))
+    prod_sum = lambda a: fnp.prod(a, axis=0).sum()  # noqa: E731  (prod of nothing: 1)
+    for grad in (fg.grad(prod_sum), fg.jit(fg.grad(prod_sum))):
+        assert grad(x).shape == (0, 2)
+    np.testing.assert_array_equal(fg.jit(lambda a: fnp.prod(a, axis=0))(x).numpy(), [1, 1])

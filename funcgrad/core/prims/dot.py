@@ -230,6 +230,9 @@ def _lower_dot_general(ctx, args, in_avals, out_avals, *, dimension_numbers,
                        preferred_element_type=None):
     (lc, rc), (lb, rb) = dimension_numbers
     lhs_aval, rhs_aval = in_avals
+    if any(lhs_aval.shape[a] == 0 for a in lc) or not out_avals[0].size:
+        # a sum of no products (IREE 3.13 fails to compile a contraction of length 0)
+        return [ctx.full(0, out_avals[0].strip_weak())]
     if all(lhs_aval.shape[a] == 1 for a in lc):
         return [_lower_outer_product(ctx, args, in_avals, out_avals[0], dimension_numbers)]
     if any(x.shape[a] == 1 for x, c, b in ((lhs_aval, lc, lb), (rhs_aval, rc, rb))

@@ -560,7 +560,11 @@ def _index_bounds(ctx, operand, indices, axes, offset: int):
 
 def _lower_gather(ctx, args, in_avals, out_avals, *, axes):
     operand, indices = in_avals
-    if operand.size and _is_splat(args[0]):
+    if not operand.size or not out_avals[0].size:
+        # nothing to gather (an empty result), or nothing to gather from: stablehlo cannot
+        # express a window of 1 in an empty axis
+        return [ctx.full(0, out_avals[0].strip_weak())]
+    if _is_splat(args[0]):
         # every element is the same, so is every gathered one: broadcast the first. IREE
         # 3.13 miscompiles a gather from a splat followed by a reduction (sum(ones(4)[i])
         # was 1, and so were gradients of .at[i].set(b))

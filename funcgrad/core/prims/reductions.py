@@ -145,6 +145,8 @@ def _prod_jvp(primals, tangents, *, axes):
     out = reduce_prod(x, axes)
     if g is None:
         return out, None
+    if not x.size:  # a product of nothing is 1, whatever x is: its tangent is 0
+        return out, full_like(out, 0)
     # d prod = sum_i g_i * prod_{j != i} x_j, computed without dividing by x (zeros are fine)
     moved = x
     for k, a in enumerate(sorted(axes)):
