@@ -146,6 +146,16 @@ def ir_as_function(ir: IR):
     return lambda *args: eval_ir(ir, *args)
 
 
+def _holds_arrays(value) -> bool:
+    """Whether every leaf of ``value`` is an array or a number (a traceable argument)."""
+    import optree
+
+    leaves = optree.tree_leaves(value, namespace="funcgrad")
+    return bool(leaves) and all(
+        isinstance(x, (Tensor, np.ndarray, np.generic, bool, int, float, complex))
+        for x in leaves)
+
+
 def make_ir(fun, static_argnums=()):
     """``make_ir(fun)(*args)`` traces ``fun`` on arguments like ``args`` and returns the IR;
     arguments at ``static_argnums`` are passed as Python values, not traced.
@@ -166,15 +176,19 @@ def make_ir(fun, static_argnums=()):
 
     @functools.wraps(fun)
     def traced(*args, **kwargs):
+        # keyword arguments holding arrays are inputs too, after the positional ones (as
+        # make_jaxpr's); others (a mode string) are passed as they are
         fixed = {i % len(args) for i in static if -len(args) <= i < len(args)}
         dynamic = [a for i, a in enumerate(args) if i not in fixed]
-        flat, in_tree = optree.tree_flatten(dynamic, namespace="funcgrad")
+        traced_kw = {k: v for k, v in kwargs.items() if _holds_arrays(v)}
+        flat, in_tree = optree.tree_flatten((dynamic, traced_kw), namespace="funcgrad")
         flat = [as_tensor(x) for x in flat]
 
         def flat_fun(*tracers):
-            it = iter(optree.tree_unflatten(in_tree, list(tracers)))
+            dyn, kw = optree.tree_unflatten(in_tree, list(tracers))
+            it = iter(dyn)
             full = [args[i] if i in fixed else next(it) for i in range(len(args))]
-            out = fun(*full, **kwargs)
+            out = fun(*full, **{**kwargs, **kw})
             return optree.tree_leaves(out, namespace="funcgrad")
 
         return trace_to_ir(flat_fun, [x.aval for x in flat])

@@ -331,3 +331,13 @@ def test_custom_jvp_keyword_only_arguments_are_a_clear_error():
     scale.defjvp(lambda p, t: (scale(*p), t[0]))
     with pytest.raises(TypeError, match=r"scale: keyword-only arguments \['factor'\]"):
         fg.grad(lambda a: scale(a, factor=3.0).sum())(fg.ones(3))
+
+
+def test_make_ir_traces_array_keyword_arguments_as_inputs():
+    """As make_jaxpr: an array passed by keyword is an input, not a baked-in constant; a
+    keyword holding no array is passed as it is."""
+    x = fg.tensor([1.0, 2.0])
+    ir = fg.make_ir(lambda a, b, mode="mul": a * b if mode == "mul" else a + b)(x, b=x,
+                                                                                mode="add")
+    assert len(ir.in_vars) == 2 and not ir.consts
+    assert [e.prim.name for e in ir.equations] == ["add"]
