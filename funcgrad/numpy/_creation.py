@@ -12,6 +12,7 @@ import numpy as np
 from funcgrad.core import dtypes
 from funcgrad.core.devices import CPU
 from funcgrad.core.devices import device as _lookup_device
+from funcgrad.core.interpreter import ConcretizationError
 from funcgrad.core.prims import elementwise as ew
 from funcgrad.core.prims.structural import broadcast_in_dim, iota
 from funcgrad.core.prims.structural import full as _full
@@ -27,6 +28,8 @@ def _shape(shape) -> tuple:
             raise TypeError
         # integers only (a concrete integer tensor too), as JAX: 2.5 is an error, not 2
         shape = tuple(operator.index(d) for d in shape)
+    except ConcretizationError:
+        raise  # a traced size: its error names the argument and the fix (static_argnums)
     except (TypeError, ValueError):
         raise TypeError(f"shape must be an int or a sequence of ints, got {shape!r}") from None
     if any(d < 0 for d in shape):
@@ -142,8 +145,8 @@ def empty_like(x, dtype=None, shape=None, *, device=None):
 
 
 def _static(name, value):
-    if hasattr(value, "aval") and type(value).__name__ != "Tensor":
-        raise TypeError(f"{name}: arguments must be concrete numbers, not traced values")
+    """A concrete number; a traced one raises the error naming its argument and the fix
+    (``static_argnums``), as its ``item()`` does."""
     return value.item() if hasattr(value, "item") else value
 
 

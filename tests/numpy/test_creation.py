@@ -269,3 +269,14 @@ def test_like_functions_take_a_device_eye_an_integer_diagonal_tensor_a_range():
         fnp.eye(3, k=1.5)
     np.testing.assert_array_equal(fnp.eye(3, k=np.int64(1)).numpy(), np.eye(3, k=1))
     assert fg.tensor(range(3)).tolist() == [0, 1, 2] and fg.tensor(range(3)).dtype == fg.int32
+
+
+def test_traced_sizes_name_the_argument_and_the_fix():
+    from funcgrad.core.interpreter import ConcretizationError
+
+    x = fg.tensor([1.0, 2.0, 3.0])
+    for make in (lambda a, n: fnp.zeros(n), lambda a, n: fnp.ones((n, 2)),
+                 lambda a, n: fnp.full(n, 2.0), lambda a, n: fnp.arange(n)):
+        with pytest.raises(ConcretizationError, match=r"argument n.*static_argnums"):
+            fg.jit(make)(x, 3)
+    assert fg.jit(lambda a, n: fnp.zeros(n), static_argnums=1)(x, 3).shape == (3,)
