@@ -633,7 +633,13 @@ class Jitted:
                         raise ValueError(f"{name}: {option}={getattr(self, option)} but the "
                                          f"function takes {len(positional)} positional "
                                          "argument(s)")
-            nums = {i % len(positional) for i in nums}
+            # a negative number counts from the last argument passed, as in JAX (a
+            # defaulted parameter left out moves it), so it is resolved at each call
+            required = sum(1 for p in params if p.kind in (p.POSITIONAL_ONLY,
+                                                           p.POSITIONAL_OR_KEYWORD)
+                           and p.default is p.empty)
+            if required == len(positional):
+                nums = {i % len(positional) for i in nums}
             self.donate_argnums = tuple(sorted({i % len(positional)
                                                 for i in self.donate_argnums}))
             self.donate_argnames = tuple(sorted({*self.donate_argnames, *(

@@ -476,3 +476,12 @@ def test_compiled_takes_keywords_and_names_mismatched_arguments():
         scaled(fg.ones(4))
     with pytest.raises(TypeError, match="tree structure"):
         scaled(x, 2)
+
+
+def test_negative_static_argnums_count_from_the_last_argument_passed():
+    """As JAX: with a defaulted parameter left out, -1 is the last argument given."""
+    f = fg.jit(lambda a, n, m=1: fnp.zeros(n) + m, static_argnums=-1)
+    x = fg.tensor([1.0, 2.0])
+    np.testing.assert_array_equal(f(x, 3).numpy(), np.ones(3))  # n static
+    np.testing.assert_array_equal(f(x, 2, m=2).numpy(), np.full(2, 2.0))
+    assert fg.jit(lambda a, n: fnp.zeros(n), static_argnums=-1)(x, 2).shape == (2,)
