@@ -122,6 +122,9 @@ class Tensor:
     def __array__(self, dtype=None, copy=None):
         arr = self.numpy()
         if dtype is not None and np.dtype(dtype) != arr.dtype:
+            if copy is False:
+                raise ValueError(f"Unable to avoid a copy while converting a {arr.dtype} "
+                                 f"tensor to {np.dtype(dtype)} (copy=False)")
             return arr.astype(dtype)
         if copy:
             return arr.copy()

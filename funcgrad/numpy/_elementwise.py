@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import operator
 from sys import getrefcount
 
 import numpy as np
@@ -255,6 +256,10 @@ def round(x, decimals: int = 0):  # noqa: A001
 
     >>> fnp.round(fg.tensor([0.5, 1.5, 2.25]), 1)
     """
+    try:
+        decimals = operator.index(decimals)
+    except TypeError:
+        raise TypeError(f"round: decimals must be an integer, got {decimals!r}") from None
     x = asarray(x)
     if not dtypes.is_inexact(x.dtype):
         if decimals >= 0 or x.dtype == np.bool_:

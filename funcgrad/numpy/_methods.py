@@ -170,6 +170,7 @@ _METHODS = {
     "ravel": fnp.ravel,
     "clip": fnp.clip,
     "round": fnp.round,
+    "__round__": lambda self, ndigits=None: fnp.round(self, ndigits or 0),
     "abs": fnp.abs,
     "exp": fnp.exp,
     "log": fnp.log,

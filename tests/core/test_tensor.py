@@ -634,3 +634,14 @@ def test_numpy_functions_take_tensors_as_with_jax_arrays():
 
     with pytest.raises(ConcretizationError, match="traced value"):
         fg.jit(lambda x: np.sin(x))(t)
+
+
+def test_round_builtin_integer_decimals_and_array_copy_false():
+    t = fg.tensor([1.25, 2.5])
+    np.testing.assert_array_equal(round(t).numpy(), [1.0, 2.0])
+    np.testing.assert_array_equal(round(t, 1).numpy(), np.round(np.float32([1.25, 2.5]), 1))
+    with pytest.raises(TypeError, match="decimals must be an integer, got 1.5"):
+        t.round(1.5)
+    with pytest.raises(ValueError, match="Unable to avoid a copy"):
+        np.array(t, dtype=np.float64, copy=False)
+    np.testing.assert_array_equal(np.array(t, copy=False), [1.25, 2.5])
