@@ -181,6 +181,10 @@ def weak_default_width(dtype) -> np.dtype:
     return _WEAK_DEFAULT_WIDTH.get(dtype, dtype)
 
 
+_PYTHON_TYPES = {bool: (np.dtype(np.bool_), False), int: (np.dtype(np.int32), True),
+                 float: (np.dtype(np.float32), True), complex: (np.dtype(np.complex64), True)}
+
+
 def dtype_and_weak(x) -> tuple[np.dtype, bool]:
     """(dtype, weak) of a Tensor, NumPy array, dtype-like or Python scalar."""
     if isinstance(x, np.generic):  # np.float64 subclasses float but is strongly typed
@@ -193,6 +197,8 @@ def dtype_and_weak(x) -> tuple[np.dtype, bool]:
         return float32, True
     if isinstance(x, complex):
         return complex64, True
+    if isinstance(x, type) and x in _PYTHON_TYPES:  # the types are weak too, as in JAX
+        return _PYTHON_TYPES[x]
     aval = getattr(x, "aval", None)
     if aval is not None:
         return aval.dtype, aval.weak_type

@@ -261,3 +261,12 @@ def test_astype_matches_numpy(src, dst):
     expected = arr.astype(_DTYPE_NAMES[dst]) if src[:7] != "complex" or dst[:7] == "complex" \
         else arr.real.astype(_DTYPE_NAMES[dst])
     np.testing.assert_array_equal(np.asarray(got), expected)
+
+
+def test_python_types_are_weak_in_result_type():
+    """As jnp.result_type: the types int, float and complex are weak like their values."""
+    assert fg.result_type(int, fg.int8) == fg.int8
+    assert fg.result_type(float, fg.float16) == fg.float16
+    assert fg.result_type(complex, fg.float32) == fg.complex64
+    assert fg.result_type(bool, fg.int8) == fg.int8
+    assert fg.result_type(int) == fg.int32 and fg.result_type(float) == fg.float32
