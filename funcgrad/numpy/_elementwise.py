@@ -45,7 +45,7 @@ def _binary(name, prim, *, inexact: bool = False, doc: str):
     def fn(x, y):
         x, y = promote(name, x, y, to_inexact=inexact)
         if name == "left_shift":
-            _integers_only(name, x)
+            x, y = _shift_operands(name, x, y)
         if x.dtype == np.bool_:
             logical = _ON_BOOLS.get(name)
             if logical is not None:  # NumPy/JAX: True + True is True (or), * is and
@@ -132,16 +132,20 @@ def positive(x):
     return asarray(x)
 
 
-def _integers_only(name, x):
+def _shift_operands(name, x, y):
+    """Operands of a bit shift: integers; bools shift as int32 (as JAX: True << True is
+    2); floats are refused (as NumPy and JAX)."""
+    if x.dtype == np.bool_:
+        return (ew.convert_element_type(v, dtypes.int32) for v in (x, y))
     if not dtypes.is_integer(x.dtype):
         raise TypeError(f"{name}: bit shifts need integer operands, got {x.dtype.name} (as "
                         "NumPy and JAX)")
+    return x, y
 
 
 def right_shift(x, y):
     """x shifted right by y bits (arithmetic for signed integers, as NumPy)."""
-    x, y = promote("right_shift", x, y)
-    _integers_only("right_shift", x)
+    x, y = _shift_operands("right_shift", *promote("right_shift", x, y))
     prim = ew.shift_right_arithmetic_p if x.dtype.kind == "i" else ew.shift_right_logical_p
     return apply_elementwise("right_shift", prim, x, y)
 

@@ -471,3 +471,13 @@ def test_conjugate_of_real_tensors_is_the_tensor_also_under_jit():
             out = run(fnp.conj)(t)
             assert out.dtype == t.dtype
             np.testing.assert_array_equal(out.numpy(), t.numpy())
+
+
+def test_bool_bit_shifts_shift_as_int32():
+    """As JAX: bools shift as int32 (True << True is 2); floats are refused."""
+    b = fg.tensor([True, False])
+    for got in (b << True, fg.jit(lambda a: a << a)(b)):
+        assert got.dtype == fg.int32 and got.tolist() == [2, 0]
+    assert fnp.right_shift(b, b).tolist() == [0, 0]
+    with pytest.raises(TypeError, match="bit shifts need integer operands, got float32"):
+        fg.tensor([1.0]) << 1
