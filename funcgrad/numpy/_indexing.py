@@ -54,7 +54,8 @@ def _expand_entries(index, ndim):
         if item is None or item is Ellipsis or isinstance(item, slice):
             entries.append(item)
         elif isinstance(item, bool) or isinstance(item, np.bool_):
-            raise TypeError("indexing with a Python bool is not supported; use a bool tensor")
+            raise TypeError("a Python bool among other indices is not supported; index "
+                            "with the bool alone (x[True] adds an axis) or use None")
         elif isinstance(item, _INT_TYPES):
             entries.append(int(item))
         elif isinstance(item, (list, tuple, np.ndarray, Tensor)):
@@ -134,6 +135,8 @@ def getitem(x, index, fill=None, mode=None):
     out-of-range one, concrete ones too (``.at[].get(mode=...)``).
     """
     x = asarray(x)
+    if isinstance(index, (bool, np.bool_)):
+        index = asarray(np.bool_(index))
     if isinstance(index, Tensor) and index.ndim == 0 and index.dtype == dtypes.bool_:
         # a 0-d mask, as NumPy: a new leading axis of length 1 (True) or 0 (False)
         if _is_traced(index):

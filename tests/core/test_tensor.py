@@ -645,3 +645,12 @@ def test_round_builtin_integer_decimals_and_array_copy_false():
     with pytest.raises(ValueError, match="Unable to avoid a copy"):
         np.array(t, dtype=np.float64, copy=False)
     np.testing.assert_array_equal(np.array(t, copy=False), [1.25, 2.5])
+
+
+def test_a_lone_python_bool_index_adds_an_axis_as_numpy():
+    x = fg.tensor([1.0, 2.0, 3.0])
+    assert x[True].shape == (1, 3) and x[False].shape == (0, 3)
+    assert x[np.True_].shape == (1, 3)
+    np.testing.assert_array_equal(x[True].numpy(), np.float32([1, 2, 3])[True])
+    with pytest.raises(TypeError, match="bool among other indices"):
+        x[None, True]
