@@ -174,6 +174,12 @@ def arange(start, stop=None, step=None, dtype=None, device=None):
     dtype = dtypes.canonicalize(dtype)
     if dtype.kind in "iu":
         count = iota(dtype, (n,), 0)
+        if any(isinstance(v, (float, np.floating)) for v in (start, step)):
+            # NumPy's rule: the first value and the step are the first two values cast
+            # (arange(0, 5, 1.5, dtype=int32) is [0, 1, 2, 3], not the cast [0, 1, 3, 4])
+            first = int(np.asarray(start).astype(dtype))
+            step = int(np.asarray(start + step).astype(dtype)) - first
+            start = first
     elif dtypes.is_inexact(dtype):
         count = iota(dtypes.float64 if dtype == dtypes.float64 else dtypes.float32, (n,), 0)
     else:

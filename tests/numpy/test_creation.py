@@ -280,3 +280,12 @@ def test_traced_sizes_name_the_argument_and_the_fix():
         with pytest.raises(ConcretizationError, match=r"argument n.*static_argnums"):
             fg.jit(make)(x, 3)
     assert fg.jit(lambda a, n: fnp.zeros(n), static_argnums=1)(x, 3).shape == (3,)
+
+
+@pytest.mark.parametrize("args", [(0, 5, 1.5), (0.5, 5, 1.5), (5, 0, -1.5), (-2.5, 3.0)])
+def test_integer_arange_with_float_arguments_follows_numpy(args):
+    for dtype in (np.int32, np.int8, np.uint8):
+        if dtype == np.uint8 and min(args) < 0:
+            continue
+        np.testing.assert_array_equal(fnp.arange(*args, dtype=dtype).numpy(),
+                                      np.arange(*args, dtype=dtype))
