@@ -278,7 +278,12 @@ def _list_to_array(data, keep_default: bool = True) -> np.ndarray:
         raise ValueError(f"fg.tensor: ragged nested sequence (the sub-lists have different "
                          f"lengths), cannot make a rectangular tensor: {err}") from None
     if arr.dtype == object:
-        kinds = sorted({type(x).__name__ for x in _flatten_list(data)})
+        leaves = list(_flatten_list(data))
+        huge = [x for x in leaves if type(x) is int and not -2**63 <= x < 2**64]
+        if huge:  # NumPy keeps ints beyond 64 bits as Python objects
+            raise OverflowError(f"fg.tensor: Python int {huge[0]} does not fit any integer "
+                                "dtype (at most 64 bits); use a float")
+        kinds = sorted({type(x).__name__ for x in leaves})
         raise TypeError(f"fg.tensor: cannot convert a sequence holding {', '.join(kinds)} "
                         "values to a tensor; use numbers, bools, tensors or arrays")
     if arr.dtype.kind in "US":

@@ -81,8 +81,9 @@ def full(shape, fill_value, dtype=None, device=None):
     >>> fg.full((2, 2), 7.0)
     """
     shape = _shape(shape)
-    if hasattr(fill_value, "shape") and getattr(fill_value, "ndim", 0):
-        value = _as_tensor(fill_value, dtype)
+    if isinstance(fill_value, (list, tuple)) or (hasattr(fill_value, "shape")
+                                                  and getattr(fill_value, "ndim", 0)):
+        value = _as_tensor(fill_value, dtype)  # an array of values, broadcast (as JAX)
         from funcgrad.numpy._shape import broadcast_to
 
         return broadcast_to(value, shape)

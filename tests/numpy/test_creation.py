@@ -289,3 +289,11 @@ def test_integer_arange_with_float_arguments_follows_numpy(args):
             continue
         np.testing.assert_array_equal(fnp.arange(*args, dtype=dtype).numpy(),
                                       np.arange(*args, dtype=dtype))
+
+
+def test_full_broadcasts_a_list_and_huge_ints_are_named():
+    np.testing.assert_array_equal(fg.full((2, 3), [1, 2, 3]).numpy(), [[1, 2, 3]] * 2)
+    with pytest.raises(ValueError, match="broadcast"):
+        fg.full((2,), [1, 2, 3])
+    with pytest.raises(OverflowError, match="does not fit any integer dtype"):
+        fg.tensor([10**30])
