@@ -77,6 +77,10 @@ class BatchInterpreter(Interpreter):
         return x, None
 
 
+def _what(name) -> str:
+    return "output" if name == "out_axes" else "argument"
+
+
 def _broadcast_prefix(prefix, tree, name):
     """Expand an ``in_axes``/``out_axes`` prefix to one entry per leaf of ``tree``."""
     if prefix is None or isinstance(prefix, int):
@@ -85,13 +89,13 @@ def _broadcast_prefix(prefix, tree, name):
         raise TypeError(f"vmap: {name} entries must be int or None, got {prefix!r}")
     if optree.tree_is_leaf(tree, namespace="funcgrad"):
         raise ValueError(f"vmap: {name} entry {prefix!r} is a container but the matching "
-                         f"argument is a leaf of type {type(tree).__name__}")
+                         f"{_what(name)} is a leaf of type {type(tree).__name__}")
     p = optree.tree_flatten_one_level(prefix, namespace="funcgrad")
     t = optree.tree_flatten_one_level(tree, namespace="funcgrad")
     if type(prefix) is not type(tree) or len(p.children) != len(t.children) or \
             p.metadata != t.metadata:
-        raise ValueError(f"vmap: {name} {prefix!r} is not a prefix of the argument structure "
-                         f"(a {type(tree).__name__} with {len(t.children)} entries)")
+        raise ValueError(f"vmap: {name} {prefix!r} is not a prefix of the {_what(name)} "
+                         f"structure (a {type(tree).__name__} with {len(t.children)} entries)")
     out = []
     for sub_prefix, sub_tree in zip(p.children, t.children, strict=False):
         out += _broadcast_prefix(sub_prefix, sub_tree, name)

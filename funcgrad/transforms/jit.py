@@ -556,6 +556,10 @@ class Compiled:
     def __init__(self, entry: _Entry, key):
         self._entry, self._key = entry, key
 
+    def as_text(self) -> str:
+        """The StableHLO module this was compiled from (as ``Lowered.as_text()``)."""
+        return Lowered(self._entry, self._key).as_text()
+
     def __call__(self, *args, **kwargs):
         flat, in_tree, avals = _flat_signature((args, kwargs))
         key = (in_tree, avals, *self._key[2:])

@@ -147,6 +147,7 @@ def test_lower_as_text_holds_closed_over_values_as_constants():
     want = np.tanh(np.asarray(x) @ np.asarray(w)) * 3
     _close(np.asarray(module.main(np.asarray(x))), want, rtol=1e-5, atol=1e-6)
     _close(f.lower(x, 3).compile()(x), want, rtol=1e-5, atol=1e-6)
+    assert f.lower(x, 3).compile().as_text() == text
 
 
 def test_results_keep_weak_types_as_eagerly():
