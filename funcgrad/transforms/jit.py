@@ -721,7 +721,7 @@ class Jitted:
                   **dyn_kwargs}
             out = fun(*full, **kw)
             out_flat, store["tree"] = tree_flatten(out)
-            return [_default_width(as_tensor(o)) for o in out_flat]
+            return [_default_width(self._output(o, out, k)) for k, o in enumerate(out_flat)]
 
         in_avals = [ShapedArray(*sig[:3]) for sig in avals]
         program = trace_to_ir(flat_fun, in_avals, name=f"jit({self._name})",
@@ -729,6 +729,17 @@ class Jitted:
         hoisted, consts = hoist_consts(program)
         hoisted._name = self._name
         return _Entry(hoisted, consts, store["tree"], self._name)
+
+    def _output(self, leaf, out, k):
+        """Output leaf ``k`` as a Tensor, or a TypeError naming where it is in the output."""
+        try:
+            return as_tensor(leaf)
+        except TypeError:
+            path = optree.tree_paths(out, namespace="funcgrad")[k]
+            where = "output" + "".join(f"[{p!r}]" for p in path)
+            raise TypeError(f"jit({self._name}): {where} is a {type(leaf).__name__} "
+                            f"({leaf!r:.40}), not an array; a jitted function returns "
+                            "arrays, numbers and pytrees of them") from None
 
     def _labels(self, args, kwargs, static_pos):
         """Readable names of the flat inputs, e.g. ``x`` or ``params['w1']``."""

@@ -486,3 +486,8 @@ def test_negative_static_argnums_count_from_the_last_argument_passed():
     np.testing.assert_array_equal(f(x, 3).numpy(), np.ones(3))  # n static
     np.testing.assert_array_equal(f(x, 2, m=2).numpy(), np.full(2, 2.0))
     assert fg.jit(lambda a, n: fnp.zeros(n), static_argnums=-1)(x, 2).shape == (2,)
+
+
+def test_an_output_that_is_not_an_array_is_named():
+    with pytest.raises(TypeError, match=r"output\['b'\]\[0\] is a str"):
+        fg.jit(lambda x: {"a": x, "b": ("s", x)})(fg.ones(2))
