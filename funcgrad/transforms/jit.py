@@ -15,6 +15,7 @@ import inspect
 import logging
 import math
 import os
+import re
 import threading
 import types
 import weakref
@@ -265,7 +266,11 @@ def _ir_key_text(program: IR) -> str:
     from funcgrad.lowering import host_calls
 
     outs = ",".join(v.aval.strip_weak().str_short() for v in program.outputs)
-    return (f"{pretty_print(program)}\n{literal_dtypes}\n{outs}\n{_source_fingerprint()}"
+    # without memory addresses: a custom_jvp/custom_vjp rule is a closure printed as
+    # "<function ... at 0x7f...>", new in every process, so programs using F.relu were
+    # compiled again in each one; the rules only differentiate, they are not compiled
+    text = re.sub(r" at 0x[0-9a-fA-F]+>", ">", pretty_print(program))
+    return (f"{text}\n{literal_dtypes}\n{outs}\n{_source_fingerprint()}"
             f"\nhost calls {host_calls.enabled()}")
 
 

@@ -491,3 +491,23 @@ def test_negative_static_argnums_count_from_the_last_argument_passed():
 def test_an_output_that_is_not_an_array_is_named():
     with pytest.raises(TypeError, match=r"output\['b'\]\[0\] is a str"):
         fg.jit(lambda x: {"a": x, "b": ("s", x)})(fg.ones(2))
+
+
+def test_disk_cache_key_leaves_out_the_addresses_of_derivative_rules():
+    """A custom_jvp/custom_vjp rule is a closure printed with its memory address, new in
+    each process: programs using F.relu were compiled again in every one."""
+    from funcgrad.transforms.jit import _ir_key_text
+
+    def make_relu():
+        @fg.custom_jvp
+        def relu(x):
+            return fnp.maximum(x, 0.0)
+
+        relu.defjvp(lambda p, t: (relu(p[0]), t[0] * (p[0] > 0)))
+        return relu
+
+    first, second = make_relu(), make_relu()  # as two processes would make them
+    keys = [_ir_key_text(fg.make_ir(lambda x, r=r: r(x) * 2.0)(fg.ones(3)))
+            for r in (first, second)]
+    assert "custom_jvp_call" in keys[0] and " at 0x" not in keys[0]
+    assert keys[0] == keys[1]
