@@ -15,7 +15,7 @@ accurate, beyond that NaN: no Payne-Hanek reduction); the float32/16 and bfloat1
 ``sin``/``cos``/``tan`` reduce by a table of 2/pi (``_reduce_narrow``) and are correctly
 rounded for every finite argument (tested on 80,000, up to 3.4e38); ``atan2`` of them is
 the float64 one rounded, ``atan``/``asin``/``acos``/``acosh`` short float64 evaluations
-(``_narrow_inverse``) rounded, within an ulp (IREE's float32 ones are 40 ulp off);
+(``_short_inverse``) rounded, within an ulp (IREE's float32 ones are 40 ulp off);
 ``tanh``, ``expm1``, ``log1p``, ``sinh``, ``cosh``, ``asinh``, ``acosh``, ``atan``,
 ``asin``, ``acos``, ``atan2``, ``atanh`` within 4 ulp everywhere; ``fmod`` exact except
 for |x| near the float64 maximum with |x / y| > 2**53 (about 3 s to compile).
@@ -551,33 +551,28 @@ def _atan_ratio(y, x):
     return base + (t + t * (z * _polynomial(z, _ATAN_NARROW)))
 
 
-def _narrow_inverse(kind):
-    """atan, asin, acos or acosh of a float32/float16/bfloat16 x, computed in float64 and
-    rounded (through float32, as eager computes the narrow ones)."""
+def _short_inverse(kind):
+    """atan, asin, acos or acosh of a float64 ``wide`` holding a float32 (or narrower)
+    value, good to 2**-43: the float64 half of ``narrow_*`` (``in_float64`` rounds it)."""
 
-    def function(x):
-        dtype = x.dtype
-        wide = ew.convert_element_type(x, dtypes.float64)
+    def function(wide):
         a = ew.abs(wide)
         if kind == "atan":
-            out = _with_sign_of(_atan_ratio(a, full_like(a, 1.0)), wide)
-        elif kind == "asin":  # (1 - a)(1 + a) is exact: no cancellation near |x| = 1
-            out = _with_sign_of(_atan_ratio(a, ew.sqrt((1.0 - a) * (1.0 + a))), wide)
-        elif kind == "acos":  # 2 atan(sqrt((1 - x) / (1 + x))); acos(1) = +0
-            out = 2.0 * _atan_ratio(ew.sqrt(1.0 - wide), ew.sqrt(1.0 + wide))
-        else:  # acosh: log(x + sqrt((x - 1)(x + 1))), the product exact; NaN below 1
-            out = ew.log(wide + ew.sqrt((wide - 1.0) * (wide + 1.0)))
-            out = _where(ew.lt(wide, full_like(wide, 1.0)), math.nan, out)
-        if np.dtype(dtype).itemsize < 4:
-            out = ew.convert_element_type(out, dtypes.float32)
-        return ew.convert_element_type(out, dtype)
+            return _with_sign_of(_atan_ratio(a, full_like(a, 1.0)), wide)
+        if kind == "asin":  # (1 - a)(1 + a) is exact: no cancellation near |x| = 1
+            return _with_sign_of(_atan_ratio(a, ew.sqrt((1.0 - a) * (1.0 + a))), wide)
+        if kind == "acos":  # 2 atan(sqrt((1 - x) / (1 + x))); acos(1) = +0
+            return 2.0 * _atan_ratio(ew.sqrt(1.0 - wide), ew.sqrt(1.0 + wide))
+        # acosh: log(x + sqrt((x - 1)(x + 1))), the product exact; NaN below 1
+        out = ew.log(wide + ew.sqrt((wide - 1.0) * (wide + 1.0)))
+        return _where(ew.lt(wide, full_like(wide, 1.0)), math.nan, out)
 
     function.__name__ = f"narrow_{kind}"
-    return function
+    return in_float64(function)
 
 
-narrow_atan, narrow_asin = _narrow_inverse("atan"), _narrow_inverse("asin")
-narrow_acos, narrow_acosh = _narrow_inverse("acos"), _narrow_inverse("acosh")
+narrow_atan, narrow_asin = _short_inverse("atan"), _short_inverse("asin")
+narrow_acos, narrow_acosh = _short_inverse("acos"), _short_inverse("acosh")
 
 
 # --- remainder ---------------------------------------------------------------------------------
