@@ -580,7 +580,8 @@ def _checkpoint_transpose(cts, *args, call):
         zeros_for(a.strip_weak()) if c is None else c
         for c, a in zip(cts, call.out_avals, strict=False)
     ]
-    t_ir = transpose_ir(call, linear)
+    # the call is a JVP that recomputes its primal part: split that off before transposing
+    t_ir = transpose_ir(call, linear, recompute=True)
     res = [a for a in args if not isinstance(a, UndefinedPrimal)]
     outs = iter(eval_ir(t_ir, *res, *cts))
     return [next(outs) if lin else None for lin in linear]

@@ -139,9 +139,16 @@ def partial_eval_ir(ir: IR, unknowns, instantiate=False):
     return hoist_consts(known_ir), unknown_ir, out_unknowns, sources
 
 
-def transpose_ir(ir: IR, linear):
+def transpose_ir(ir: IR, linear, recompute: bool = False):
     """An IR mapping (non-linear inputs, output cotangents) to the cotangents of the
-    ``linear`` inputs (zeros where none flows)."""
+    ``linear`` inputs (zeros where none flows).
+
+    With ``recompute`` the IR may also compute non-linear values from its non-linear inputs
+    (a checkpointed JVP recomputes its primal part): it is split by partial evaluation
+    first, the non-linear part runs forward and only the linear rest is transposed.
+    Without that, a multiple-result equation mixing both (a loop whose carry holds a
+    primal and its tangent) would have its primal outputs taken for linear ones.
+    """
     from funcgrad.transforms.ad import backward_pass, zeros_for
 
     linear = list(linear)
@@ -150,13 +157,34 @@ def transpose_ir(ir: IR, linear):
 
     def fun(*args):
         res, cts = list(args[:len(nonlinear_avals)]), list(args[len(nonlinear_avals):])
-        it = iter(res)
-        inputs = [
-            UndefinedPrimal(v.aval) if lin else next(it)
-            for v, lin in zip(ir.in_vars, linear, strict=False)
-        ]
-        in_cts = backward_pass(ir, cts, inputs)
-        return [zeros_for(v.aval.strip_weak()) if ct is None else ct
-                for v, ct, lin in zip(ir.in_vars, in_cts, linear, strict=False) if lin]
+        if recompute:
+            in_cts = _transpose_linear_part(ir, linear, res, cts)
+        else:
+            it = iter(res)
+            inputs = [
+                UndefinedPrimal(v.aval) if lin else next(it)
+                for v, lin in zip(ir.in_vars, linear, strict=False)
+            ]
+            in_cts = [ct for ct, lin in zip(backward_pass(ir, cts, inputs), linear,
+                                            strict=False) if lin]
+        linear_avals = [v.aval for v, lin in zip(ir.in_vars, linear, strict=False) if lin]
+        return [zeros_for(a.strip_weak()) if ct is None else ct
+                for a, ct in zip(linear_avals, in_cts, strict=False)]
 
     return trace_to_ir(fun, nonlinear_avals + ct_avals, name="transpose")
+
+
+def _transpose_linear_part(ir: IR, linear, nonlinear_inputs, cts):
+    """The cotangents of ``ir``'s ``linear`` inputs (None where zero): the part computable
+    from ``nonlinear_inputs`` runs now, the rest is transposed with ``backward_pass``."""
+    from funcgrad.transforms.ad import backward_pass
+
+    (known_ir, known_consts), unknown_ir, out_unknowns, _ = partial_eval_ir(ir, linear)
+    known_outs = eval_ir(known_ir, *known_consts, *nonlinear_inputs)
+    residuals = list(known_outs[out_unknowns.count(False):])
+    linear_inputs = [UndefinedPrimal(v.aval) for v, lin in zip(ir.in_vars, linear, strict=False)
+                     if lin]
+    # cotangents of outputs that do not depend on the linear inputs flow nowhere
+    unknown_cts = [ct for ct, u in zip(cts, out_unknowns, strict=False) if u]
+    in_cts = backward_pass(unknown_ir, unknown_cts, residuals + linear_inputs)
+    return in_cts[len(residuals):]
