@@ -9,11 +9,12 @@ exactly or to within an ulp in every float dtype (``+ - * /``, ``sqrt``, ``exp``
 lowering use them for the dtypes that need them.
 
 Accuracy (float64, measured by tests/lowering/test_math_lowering.py against NumPy):
-``sin``/``cos`` within 1 ulp and ``tan`` within 3 ulp for ``|x| < 2**27 * pi/2``
-(about 2.1e8; up to 2**150 they reduce by the float 2*pi and are bounded but not
-accurate, beyond that NaN: no Payne-Hanek reduction); the float32/16 and bfloat16
-``sin``/``cos``/``tan`` reduce by a table of 2/pi (``_reduce_narrow``) and are correctly
-rounded for every finite argument (tested on 80,000, up to 3.4e38); ``atan2`` of them is
+``sin``/``cos`` within 1 ulp and ``tan`` within 3 ulp for every finite argument (below
+``2**27 * pi/2``, about 2.1e8, by a Cody-Waite reduction; an array holding a larger
+argument is reduced by a table of 2/pi instead, exactly, at about 6x the time); the
+float32/16 and bfloat16 ``sin``/``cos``/``tan`` reduce by a table of 2/pi
+(``_reduce_narrow``) and are correctly rounded for every finite argument (tested on
+80,000, up to 3.4e38); ``atan2`` of them is
 the float64 one rounded, ``atan``/``asin``/``acos``/``acosh`` short float64 evaluations
 (``_short_inverse``) rounded, within an ulp (IREE's float32 ones are 40 ulp off);
 ``tanh``, ``expm1``, ``log1p``, ``sinh``, ``cosh``, ``asinh``, ``acosh``, ``atan``,
@@ -33,7 +34,10 @@ import math
 import numpy as np
 
 from funcgrad.core import dtypes
+from funcgrad.core.primitive import Primitive
+from funcgrad.core.primitive import registry as primitive_registry
 from funcgrad.core.prims import elementwise as ew
+from funcgrad.core.prims.reductions import reduce_max
 from funcgrad.core.prims.structural import full_like
 
 # --- dispatching a primitive's lowering rule on its operand dtype -------------------------
@@ -158,7 +162,8 @@ def _split_half_pi(parts: int, bits: int):
 
 
 _HALF_PI_PARTS = _split_half_pi(parts=6, bits=26)
-_REDUCTION_LIMIT = 2.0 ** 27  # largest quadrant index reduced exactly
+# below it the quadrant index is below 2**27 and the reduction by the parts exact
+_FAST_LIMIT = 2.0 ** 27 * _HALF_PI_PARTS[0]
 
 # fdlibm's minimax kernels on [-pi/4, pi/4] (public constants, k_sin.c and k_cos.c)
 _SIN = (1.58969099521155010221e-10, -2.50507602534068634195e-08, 2.75573137070700676789e-06,
@@ -169,11 +174,8 @@ _COS = (-1.13596475577881948265e-11, 2.08757232129817482790e-09, -2.755731435139
 
 
 def _reduce_half_pi(x):
-    """x = k * pi/2 + (hi + lo) with |hi + lo| <= pi/4; returns (k, hi, lo)."""
-    # beyond the exact range only a bounded result is promised: reduce by the float 2*pi
-    huge = ew.ge(ew.abs(x), full_like(x, _REDUCTION_LIMIT * _HALF_PI_PARTS[0]))
-    x = _where(huge, fmod(x, full_like(x, 2 * math.pi), levels=3), x)
-    x = _where(ew.ge(ew.abs(x), full_like(x, 2.0 ** 150)), math.nan, x)
+    """x = k * pi/2 + (hi + lo) with |hi + lo| <= pi/4 for |x| < _FAST_LIMIT (NaN for
+    inf and NaN); returns (k, hi, lo)."""
     k = ew.round(x * (2 / math.pi))
     hi = x - k * _HALF_PI_PARTS[0]  # exact (Sterbenz)
     lo = full_like(x, 0)
@@ -201,13 +203,6 @@ def _kernel_cos(x, y):
     return w + (((1.0 - w) - half_z) + (z * r - x * y))
 
 
-def _sin_cos(x):
-    k, hi, lo = _reduce_half_pi(x)
-    quadrant = k - 4.0 * ew.floor(k * 0.25)  # 0..3
-    s, c = _kernel_sin(hi, lo), _kernel_cos(hi, lo)
-    return quadrant, s, c
-
-
 def _keep_zero(x, out):
     """x where x is +-0 (the reduction's sums lose the sign of -0)."""
     return _where(ew.eq(x, full_like(x, 0)), x, out)
@@ -222,20 +217,194 @@ def _in_quadrant(kind, quadrant, s, c):
     return ew.select_n(q, s, c, -s, -c) if kind == "sin" else ew.select_n(q, c, -s, -c, s)
 
 
+def _fast_trig(kind):
+    """sin, cos or tan of float64 x with |x| < _FAST_LIMIT, reduced by the 6-part pi/2
+    (Cody-Waite); NaN for inf and NaN."""
+
+    def function(x):
+        k, hi, lo = _reduce_half_pi(x)
+        quadrant = k - 4.0 * ew.floor(k * 0.25)  # 0..3
+        out = _in_quadrant(kind, quadrant, _kernel_sin(hi, lo), _kernel_cos(hi, lo))
+        return out if kind == "cos" else _keep_zero(x, out)
+
+    function.__name__ = f"fast_{kind}"
+    return function
+
+
+# --- float64 arguments beyond _FAST_LIMIT: (2**e * 2/pi) mod 4 by a table (Payne-Hanek) ----
+# A finite float64 |x| >= pi/4 is m * 2**e with an integer m < 2**53 and -53 <= e <= 971;
+# (x * 2/pi) mod 4 = (m * T) mod 4 with T = (2**e * 2/pi) mod 4, tabulated as 7 floats of
+# 26 significant bits each (2 bits above the binary point, 180 below).  With m split into
+# 27 high and 26 low bits every product is exact; those of weight >= 2**-50 are summed
+# exactly modulo 4 and give the quadrant, the rest are summed in fixed-point limbs (exact
+# where it matters) to the reduced argument within 2**-126 (the worst float64 case,
+# 6381956970095103 * 2**797, is 2**-61 from a multiple of pi/2).
+
+_WIDE_MIN_E, _WIDE_MAX_E = -53, 971
+_WIDE_CHUNKS = 7
+
+
+def _two_over_pi_mod_4_wide():
+    """Rows [T_0, ..., T_6] for e in [_WIDE_MIN_E, _WIDE_MAX_E]: T_0 a multiple of 2**-24
+    below 4, T_j (j >= 1) 26 bits of weight 2**(-24 - 26 j) and above."""
+    bits = 1300  # 2/pi to 2**-1300: the bits of weight 2**-180 * 2**-971 and above
+    two_over_pi = (1 << (2 * bits + 1)) // _pi_times_2_to(bits)
+    rows = []
+    for e in range(_WIDE_MIN_E, _WIDE_MAX_E + 1):
+        value = (two_over_pi << e if e >= 0 else two_over_pi >> -e) % (4 << bits)
+        row = [(value >> (bits - 24)) / 2.0 ** 24]
+        for j in range(1, _WIDE_CHUNKS):
+            shift = bits - 24 - 26 * j
+            row.append(((value >> shift) & ((1 << 26) - 1)) * 2.0 ** -(24 + 26 * j))
+        rows.append(row)
+    return np.array(rows, np.float64)
+
+
+_TWO_OVER_PI_MOD_4_WIDE = _two_over_pi_mod_4_wide()
+
+
+def _mod_4(v):
+    """v mod 4 for v >= 0, exact for multiples of 2**-50 below 2**53 * 2**-50."""
+    return v - 4.0 * ew.floor(v * 0.25)
+
+
+def _round_to(v, weight: float):
+    """v rounded to a multiple of ``weight`` (a power of two), for |v| < 2**52 * weight."""
+    big = 1.5 * 2.0 ** 52 * weight
+    return (v + big) - big
+
+
+def _reduce_wide(a):
+    """(quadrant, hi, lo) with a = quadrant * pi/2 + hi + lo (mod 2 pi), |hi + lo| <= pi/4
+    (a hair more), for every float64 ``a >= 0``; hi is NaN for inf and NaN."""
+    from funcgrad.core.prims.bitcast import bitcast_convert_type
+    from funcgrad.numpy._indexing import take
+
+    bits = bitcast_convert_type(a, dtypes.int64)
+    e = ew.shift_right_logical_p.bind(bits, full_like(bits, 52)) - (1023 + 52)
+    # e outside the table (a < pi/4, inf, NaN) gives garbage that the selects below drop
+    power = bitcast_convert_type(ew.shift_left_p.bind(1023 - e, full_like(e, 52)), a.dtype)
+    m = a * power  # the integer significand (exact: a power of two)
+    rows = take(_TWO_OVER_PI_MOD_4_WIDE, e - _WIDE_MIN_E, axis=0, mode="clip")
+    t = [rows[..., j] for j in range(_WIDE_CHUNKS)]
+    m_hi = ew.floor(m * 2.0 ** -26) * 2.0 ** 26
+    m_lo = m - m_hi
+    # products of weight 2**(-24 - 26 j): low = m_lo * T_j, high = m_hi * T_(j+1)
+    # (m_hi * T_0 is a multiple of 4); weight >= 2**-50: exactly, modulo 4
+    s = _mod_4(_mod_4(m_lo * t[0]) + _mod_4(m_hi * t[1]))
+    s = _mod_4(s + _mod_4(m_hi * t[2])) + m_lo * t[1]  # < 8, multiples of 2**-50
+    k = ew.round(s)
+    f = s - k  # |f| <= 1/2, exact
+    # the rest in limbs of multiples of 2**-50, 2**-76 and (rounded) 2**-102
+    low2, high2 = m_lo * t[2], m_hi * t[3]  # < 2**-22, multiples of 2**-76
+    low3, high3 = m_lo * t[3], m_hi * t[4]  # < 2**-48, multiples of 2**-102
+    low2_top, high2_top = _round_to(low2, 2.0 ** -50), _round_to(high2, 2.0 ** -50)
+    low3_top, high3_top = _round_to(low3, 2.0 ** -76), _round_to(high3, 2.0 ** -76)
+    limb_50 = f + low2_top + high2_top
+    limb_76 = ((low2 - low2_top) + (high2 - high2_top)) + (low3_top + high3_top)
+    limb_102 = (((low3 - low3_top) + (high3 - high3_top))
+                + ((m_lo * t[4] + m_hi * t[5]) + (m_lo * t[5] + m_hi * t[6] + m_lo * t[6])))
+    r, r_lo = _two_sum(limb_50, limb_76)
+    r, r_lo = _two_sum(r, r_lo + limb_102)
+    # times pi/2 in two parts: r split in 26-bit halves times a 26-bit pi/2 is exact
+    r_top, r_tail = _split(r)
+    p0, p1, p2 = _HALF_PI_PARTS[:3]
+    hi, lo = _two_sum(r_top * p0, r_tail * p0 + (r * p1 + (r * p2 + r_lo * p0)))
+    small = ew.lt(a, full_like(a, math.pi / 4))
+    quadrant = _where(small, 0.0, k - 4.0 * ew.floor(k * 0.25))
+    hi = _where(ew.is_finite(a), hi, math.nan)
+    return quadrant, _where(small, a, hi), _where(small, 0.0, lo)
+
+
+def _exact_trig(kind):
+    """sin, cos or tan of any float64 x, reduced by the table above."""
+
+    def function(x):
+        quadrant, hi, lo = _reduce_wide(ew.abs(x))
+        out = _in_quadrant(kind, quadrant, _kernel_sin(hi, lo), _kernel_cos(hi, lo))
+        return out if kind == "cos" else _with_sign_of(out, x)
+
+    function.__name__ = f"exact_{kind}"
+    return function
+
+
+# --- float64 sin/cos/tan: the fast path unless some argument needs the table -------------
+# Both paths as one elementwise select made the common case 7-16x slower (IREE clones the
+# shared producers into each dispatch, and the table's gather splits them): instead a
+# stablehlo.if runs one of the two whole computations, so the common case pays one
+# reduction more (the largest finite |x|, against _FAST_LIMIT: within the timing noise).
+# The branch is a primitive of its own, not a cond: cond selects between branches of up
+# to 2**16 elements (see control_flow), which would compute both.  It exists only in the
+# IR that ``rules.via`` traces from sin, cos and tan at lowering time, and is not
+# registered (it has no eager, derivative or batching rule, and needs none).
+
+
+def _trig_abstract_eval(x, *, kind):
+    return x
+
+
+def _lower_trig(ctx, args, in_avals, out_avals, *, kind):
+    """``stablehlo.if`` (any finite |x| >= _FAST_LIMIT) between the table and the fast
+    path, each returning through an optimization barrier as control_flow's cond does (IREE
+    3.13 mis-schedules the buffers of branches without one)."""
+    from funcgrad.transforms.tracing import trace_to_ir
+
+    (x,), (aval,) = args, [a.strip_weak() for a in in_avals]
+    result_aval = out_avals[0].strip_weak()
+
+    def needs_table(v):
+        # the largest finite |x| (a float max reduces twice as fast as a boolean or)
+        a = ew.abs(v)
+        largest = reduce_max(_where(ew.is_finite(a), a, 0.0), range(a.ndim))
+        return [ew.ge(largest, full_like(largest, _FAST_LIMIT))]
+
+    def emit(function):
+        return ctx.lower_ir(trace_to_ir(function, [aval], name="lowering"), [x])
+
+    (pred,) = emit(needs_table)
+    op = ctx.op("stablehlo.if", [pred], [result_aval], regions=2)
+    for region, function in zip(op.regions, (_exact_trig(kind), _fast_trig(kind)),
+                                strict=True):
+        with ctx.ir.InsertionPoint(region.blocks.append()):
+            outs = ctx.op("stablehlo.optimization_barrier", emit(lambda v, f=function: [f(v)]),
+                          [result_aval])
+            ctx.op("stablehlo.return", outs, [])
+    return list(op.results)
+
+
+_trig_p = Primitive("float64_trig_branch")
+del primitive_registry[_trig_p.name]  # lowering-internal: see above
+_trig_p.abstract_eval = _trig_abstract_eval
+_trig_p.lower = _lower_trig
+
+
+def _export_trig(ctx, args, in_avals, out_avals, *, kind):
+    """ONNX export (of float64 tan): the fast path alone, accurate below _FAST_LIMIT only
+    (the table path reads the exponent's bits, and ONNX has no bitcast)."""
+    from funcgrad.transforms.tracing import trace_to_ir
+
+    program = trace_to_ir(lambda v: [_fast_trig(kind)(v)], [in_avals[0].strip_weak()],
+                          name="to_onnx")
+    return ctx.emit_ir(program, args)
+
+
+_trig_p.onnx = _export_trig
+
+
 def sin(x):
-    """Sine; float64 within 1 ulp for |x| < 2**27 * pi/2.
+    """Sine; float64 within 1 ulp for every argument.
 
     >>> sin(fg.tensor([0.5]))
     """
-    return _keep_zero(x, _in_quadrant("sin", *_sin_cos(x)))
+    return _trig_p.bind(x, kind="sin")
 
 
 def cos(x):
-    """Cosine; float64 within 1 ulp for |x| < 2**27 * pi/2.
+    """Cosine; float64 within 1 ulp for every argument.
 
     >>> cos(fg.tensor([0.5]))
     """
-    return _in_quadrant("cos", *_sin_cos(x))
+    return _trig_p.bind(x, kind="cos")
 
 
 def tan(x):
@@ -243,7 +412,7 @@ def tan(x):
 
     >>> tan(fg.tensor([0.5]))
     """
-    return _keep_zero(x, _in_quadrant("tan", *_sin_cos(x)))
+    return _trig_p.bind(x, kind="tan")
 
 
 # --- float32 and narrower arguments: an exact reduction for every finite value ----------------

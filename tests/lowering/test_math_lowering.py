@@ -74,15 +74,8 @@ def _grid(dtype):
     return _complex_grid(dtype) if dtypes.is_complex(dtype) else _real_grid(dtype)
 
 
-# sin/cos/tan reduce exactly for |x| < 2**27 pi/2 only (see funcgrad.lowering.math64)
-TRIG_LIMIT = 2.0 ** 27 * math.pi / 2
-
-
 def _assert_close(name, dtype, x, got, want):
     got, want = np.asarray(got), np.asarray(want)
-    if name in ("sin", "cos", "tan") and not dtypes.is_complex(dtype):
-        keep = ~(np.abs(x.astype(np.float64)) > TRIG_LIMIT)
-        x, got, want = x[keep], got[keep], want[keep]
     assert got.dtype == want.dtype, f"{name}: dtype {got.dtype} != {want.dtype}"
     if want.dtype.kind == "b":
         np.testing.assert_array_equal(got, want, err_msg=name)
@@ -203,6 +196,130 @@ def test_float64_trig_is_accurate_far_from_zero():
         assert error.max() <= ulps
 
 
+def _float64_trig(x):
+    return fg.jit(lambda v: (ew.sin(v), ew.cos(v), ew.tan(v)))(fg.tensor(x))
+
+
+def _assert_within_ulps(got, want, ulps, what):
+    got = np.asarray(got)
+    assert np.array_equal(np.isnan(got), np.isnan(want)), what
+    finite = np.isfinite(want)
+    error = np.abs(got[finite] - want[finite]) / np.spacing(np.abs(want[finite]))
+    assert error.max() <= ulps, (what, error.max())
+
+
+def test_float64_trig_is_accurate_for_large_arguments():
+    """Beyond 2**27 pi/2 the argument is reduced by a table of 2/pi (Payne-Hanek): within
+    1 ulp of NumPy (tan 2) for every finite argument, of either sign, up to the largest."""
+    rng = np.random.default_rng(4)
+    magnitudes = np.concatenate([10.0 ** rng.uniform(8, math.log10(1.7e308), 6000),
+                                 2.0 ** np.arange(27, 1024), [np.finfo(np.float64).max,
+                                                              1e15, 2.0 ** 150 * 3]])
+    x = np.concatenate([magnitudes, -magnitudes, rng.uniform(-100, 100, 100)])
+    rng.shuffle(x)
+    for got, ref, ulps in zip(_float64_trig(x), (np.sin, np.cos, np.tan), (1, 1, 2),
+                              strict=True):
+        _assert_within_ulps(got, ref(x), ulps, ref.__name__)
+
+
+def test_float64_trig_of_the_hardest_argument_is_exact():
+    """6381956970095103 * 2**797 is the float64 closest to a multiple of pi/2 (2**-61
+    away): the reduction keeps every digit (NumPy's cos is 8 ulp off there)."""
+    from fractions import Fraction
+
+    from funcgrad.lowering.math64 import _pi_times_2_to
+
+    x = 6381956970095103 * 2.0 ** 797
+    half_pi = Fraction(_pi_times_2_to(2000), 2 ** 2001)
+    k = round(Fraction(x) / half_pi)
+    r = float(Fraction(x) - k * half_pi)  # sin r = r and cos r = 1 at this size
+    assert abs(r) < 2.0 ** -60 and k % 2 == 1
+    s, c, t = (np.asarray(v) for v in _float64_trig(np.array([x, -x])))
+    sign = 1.0 if k % 4 == 1 else -1.0  # sin(x) = sign cos(r), cos(x) = -sign sin(r)
+    np.testing.assert_array_equal(s, [sign, -sign])
+    np.testing.assert_array_equal(c, [-sign * r, -sign * r])
+    np.testing.assert_allclose(t, [-1.0 / r, 1.0 / r], rtol=2 * 2.0 ** -52)
+
+
+def test_float64_trig_of_special_values():
+    x = np.array([math.inf, -math.inf, math.nan, 0.0, -0.0, 5e-324 * 2 ** 60,
+                  np.finfo(np.float64).max, -np.finfo(np.float64).max])
+    s, c, t = (np.asarray(v) for v in _float64_trig(x))
+    assert np.isnan(s[:3]).all() and np.isnan(c[:3]).all() and np.isnan(t[:3]).all()
+    np.testing.assert_array_equal(np.signbit(s[3:5]), [False, True])
+    np.testing.assert_array_equal(np.signbit(t[3:5]), [False, True])
+    np.testing.assert_array_equal(c[3:5], [1.0, 1.0])
+    for got, ref in zip((s, c, t), (np.sin, np.cos, np.tan), strict=True):
+        _assert_within_ulps(got[5:], ref(x[5:]), 2, ref.__name__)
+
+
+def test_float64_trig_takes_the_fast_path_unchanged_for_common_arguments():
+    """Below 2**27 pi/2 the results are those of the Cody-Waite path, bit for bit: the
+    table path only runs for an array holding a larger argument."""
+    from funcgrad.lowering import math64
+
+    rng = np.random.default_rng(5)
+    x = np.concatenate([rng.uniform(-100, 100, 3000), rng.uniform(-2e8, 2e8, 3000)])
+    fast = fg.jit(lambda v: tuple(math64._fast_trig(k)(v) for k in ("sin", "cos", "tan")))
+    for got, want in zip(_float64_trig(x), fast(fg.tensor(x)), strict=True):
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+    # one large argument: every element takes the table path, within an ulp of the above
+    mixed = np.append(x, 1e300)
+    for got, want, ulps in zip(_float64_trig(mixed), fast(fg.tensor(x)), (1, 1, 2),
+                               strict=True):
+        _assert_within_ulps(np.asarray(got)[:-1], np.asarray(want), ulps, "mixed")
+
+
+SCALES = np.array([1.0, 1e12, 1e-3, 1e300, 10.0])  # the branch flips from step to step
+
+
+def test_float64_trig_in_loops_and_under_vmap():
+    x = np.array([0.5, -3.0, 100.0, 7.25, -1e5])
+    want = [(np.sin(x * s), np.cos(x * s), np.tan(x * s)) for s in SCALES]
+
+    def step(v, scale):
+        y = v * scale
+        return v, (ew.sin(y), ew.cos(y), ew.tan(y))
+
+    _, ys = fg.jit(lambda v, s: fg.scan(step, v, s))(fg.tensor(x), fg.tensor(SCALES))
+    for i, got in enumerate(ys):
+        _assert_within_ulps(got, np.stack([w[i] for w in want]), 2, f"scan {i}")
+
+    def body(i, total):
+        y = fg.tensor(x) * fg.tensor(SCALES)[i]
+        return total + ew.sin(y) * 10.0 ** i + ew.cos(y) * 10.0 ** (i + 5)
+
+    total = fg.jit(lambda: fg.fori_loop(0, len(SCALES), body, fg.tensor(np.zeros(5))))()
+    expected = sum(np.sin(x * s) * 10.0 ** i + np.cos(x * s) * 10.0 ** (i + 5)
+                   for i, s in enumerate(SCALES))
+    np.testing.assert_allclose(np.asarray(total), expected, rtol=1e-14)
+
+    rows = np.outer(SCALES, x)
+    got = fg.jit(fg.vmap(lambda r: (ew.sin(r), ew.tan(r))))(fg.tensor(rows))
+    _assert_within_ulps(got[0], np.sin(rows), 1, "vmap sin")
+    _assert_within_ulps(got[1], np.tan(rows), 2, "vmap tan")
+    scalar = fg.jit(lambda v: ew.sin(v) + ew.cos(v))(fg.tensor(np.float64(1e22)))
+    np.testing.assert_allclose(np.asarray(scalar), np.sin(1e22) + np.cos(1e22), rtol=1e-15)
+
+
+def test_float64_trig_gradient_through_a_scan_under_jit():
+    """jit(grad) of a scan whose body branches on the argument size at every step."""
+
+    def loss(v, scales):
+        def step(c, scale):
+            y = v * scale
+            return c + ew.sin(y) * ew.cos(c), ew.tan(y)
+
+        c, ys = fg.scan(step, v * 0.0, scales)
+        return (c + ys * 1e-6).sum()
+
+    x = fg.tensor(np.array([0.5, -3.0, 100.0, 7.25, -1e5]))
+    scales = fg.tensor(np.array([1.0, 1e12, 1e-3, 1e20, 10.0]))
+    got = fg.jit(fg.grad(loss))(x, scales)
+    np.testing.assert_allclose(np.asarray(got), np.asarray(fg.grad(loss)(x, scales)),
+                               rtol=1e-9)
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float16], ids=lambda d: np.dtype(d).name)
 def test_narrow_float_trig_is_correctly_rounded_for_every_argument(dtype):
     """float32 (and float16) sin/cos/tan reduce by a table of 2/pi: exact for every finite
@@ -272,7 +389,7 @@ def _float32_inverse_trig_sample():
     return x[~((x != 0) & (np.abs(x) < np.finfo(np.float32).tiny))]
 
 
-def test_float32_inverse_trig_is_within_2_ulp_of_numpy():
+def test_float32_inverse_trig_is_within_1_ulp_of_exact():
     """IREE's own float32 atan/asin/acos were up to 40 ulp off (acosh 4): they are computed
     in float64 and rounded (funcgrad.lowering.math64.narrow_atan ...)."""
     x = _float32_inverse_trig_sample()
@@ -289,16 +406,20 @@ def test_float32_inverse_trig_is_within_2_ulp_of_numpy():
         assert got.dtype == np.float32
         _assert_same_special_values(name, x, got, want)
         finite = np.isfinite(want) & (np.abs(want) >= np.finfo(np.float32).tiny)
+        # NumPy's float32 functions are 1-2 ulp off themselves, differently on each CPU
+        # (an AVX-512 machine's asin was 2 ulp from the exact value where ours was 1)
         to_numpy = _ulp_distance(got[finite], want[finite])
-        assert to_numpy.max() <= 2, (name, x[finite][to_numpy > 2][:4])
+        assert to_numpy.max() <= 3, (name, x[finite][to_numpy > 3][:4])
         to_exact = _ulp_distance(got[finite], exact[finite])
         assert to_exact.max() <= 1, (name, x[finite][to_exact > 1][:4])
 
 
 @pytest.mark.parametrize("dtype", [dtypes.float16, dtypes.bfloat16], ids=lambda d: d.name)
-def test_narrow_inverse_trig_equals_eager_for_every_value(dtype):
-    """float16/bfloat16 eager functions compute in float32 and round: compiled code gives
-    the same bits for every (normal, infinite or NaN) value."""
+def test_narrow_inverse_trig_is_rounded_exactly_for_every_value(dtype):
+    """float16/bfloat16 results are the exact value rounded through float32, bit for bit,
+    for every (normal, infinite or NaN) value.  (Eager ones round NumPy's float32 functions,
+    which are an ulp off next to a few rounding midpoints on some CPUs: atan(9.36) in
+    float16 is 1.464, an AVX-512 machine's NumPy gave 1.465.)"""
     x = np.arange(2 ** 16, dtype=np.uint16).view(np.dtype(dtype))
     with np.errstate(invalid="ignore"):
         wide = x.astype(np.float64)
@@ -310,13 +431,9 @@ def test_narrow_inverse_trig_equals_eager_for_every_value(dtype):
     for name, got in zip([*INVERSE_TRIG, "atan2"], outs, strict=True):
         got = np.asarray(got)
         with np.errstate(all="ignore"):
-            if name == "atan2":
-                # NumPy's float32 atan2 is itself an ulp off next to a few narrow rounding
-                # midpoints: compare with the exact value rounded through float32 instead
-                want = np.arctan2(y.astype(np.float64), x.astype(np.float64)).astype(
-                    np.float32).astype(x.dtype)
-            else:
-                want = np.asarray(INVERSE_TRIG[name][0](fg.tensor(x)))
+            exact = np.arctan2(y.astype(np.float64), x.astype(np.float64)) if name == "atan2" \
+                else INVERSE_TRIG[name][1](x.astype(np.float64))
+            want = exact.astype(np.float32).astype(x.dtype)
         normal = ~((want != 0) & (np.abs(want.astype(np.float64)) < tiny))
         same = (got.view(np.uint16) == want.view(np.uint16)) | (np.isnan(got) & np.isnan(want))
         assert same[normal].all(), (name, x[normal & ~same][:4], got[normal & ~same][:4],
@@ -357,3 +474,23 @@ def test_power_with_tensor_exponents_follows_c_pow(dtype):
     base = fg.tensor(np.array([-3.0, -1.0, 0.0, -2.0, -np.inf], dtype))
     np.testing.assert_allclose(fg.jit(lambda a, b: a ** b)(base, integer_exponents),
                                [9.0, 1.0, 1.0, -8.0, np.inf], rtol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, dtypes.float16])
+def test_narrow_pow_is_rounded_from_float64(dtype):
+    """IREE's float32 power (exp(y log x) in float32) was up to 100 ulp off: 10.0 ** 9
+    under jit was 3e-6 relative off.  Now float64 power rounded: NumPy's special values,
+    and the exactly rounded result on a sample."""
+    rng = np.random.default_rng(7)
+    x = np.concatenate([rng.uniform(0.1, 50, 20_000), np.full(30, 10.0)]).astype(dtype)
+    y = np.concatenate([rng.uniform(-20, 20, 20_000), np.arange(30)]).astype(dtype)
+    special = np.array([0, -0.0, 1, -1, np.inf, -np.inf, np.nan, 2, -2, 0.5, -8], dtype)
+    a, b = (v.ravel() for v in np.meshgrid(special, special))
+    x, y = np.concatenate([x, a]), np.concatenate([y, b])
+    got = np.asarray(fg.jit(lambda u, v: u ** v)(fg.tensor(x), fg.tensor(y)))
+    with np.errstate(all="ignore"):
+        want = np.power(x.astype(np.float64), y.astype(np.float64)).astype(
+            np.float32).astype(dtype)
+    assert got.dtype == dtype
+    same = (got == want) | (np.isnan(got) & np.isnan(want))
+    assert same.all(), (x[~same][:4], y[~same][:4], got[~same][:4], want[~same][:4])
