@@ -15,6 +15,11 @@ from funcgrad.core import dtypes
 from funcgrad.core.abstract import ShapedArray
 from funcgrad.core.ir import IR, Literal
 
+_ELEMENT_DTYPES = (dtypes.bool_, dtypes.int8, dtypes.int16, dtypes.int32, dtypes.int64,
+                   dtypes.uint8, dtypes.uint16, dtypes.uint32, dtypes.uint64, dtypes.float16,
+                   dtypes.bfloat16, dtypes.float32, dtypes.float64, dtypes.complex64,
+                   dtypes.complex128)
+
 
 class LoweringError(RuntimeError):
     """A primitive could not be lowered to MLIR; names the primitive and the reason."""
@@ -66,6 +71,12 @@ class LoweringContext:
 
     def tensor_type(self, aval: ShapedArray):
         return self.ir.RankedTensorType.get(list(aval.shape), self.element_type(aval.dtype))
+
+    def aval_of(self, value) -> ShapedArray:
+        """The ShapedArray of the MLIR tensor ``value`` (the inverse of ``tensor_type``)."""
+        tensor = self.ir.RankedTensorType(value.type)
+        dtype = next(d for d in _ELEMENT_DTYPES if self.element_type(d) == tensor.element_type)
+        return ShapedArray(tuple(tensor.shape), dtype)
 
     def i64_array(self, values):
         return self.ir.DenseI64ArrayAttr.get([int(v) for v in values])

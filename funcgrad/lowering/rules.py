@@ -194,7 +194,7 @@ def updated_in_place(ctx, block) -> set:
             targets = list(operation.operands) if name == "stablehlo.while" else \
                 [operation.operands[0]] if name == "stablehlo.dynamic_update_slice" else []
             for value in targets:
-                k = _argument_behind(ctx, value, block)
+                k = argument_behind(ctx, value, block)
                 if k is not None:
                     found.add(k)
             if name != "stablehlo.while":
@@ -206,15 +206,74 @@ def updated_in_place(ctx, block) -> set:
     return found
 
 
-def _argument_behind(ctx, value, block, depth: int = 32):
+def argument_behind(ctx, value, block, depth: int = 32):
     """The number of ``block``'s argument whose buffer ``value`` is (through views), or
     None."""
     value = value.maybe_downcast()
     if isinstance(value, ctx.ir.BlockArgument):
         return value.arg_number if value.owner == block else None
     if depth and value.owner.name in _VIEW_OPS:
-        return _argument_behind(ctx, _passed_through(value), block, depth - 1)
+        return argument_behind(ctx, _passed_through(value), block, depth - 1)
     return None
+
+
+def copy_before_updates(ctx, block, positions) -> None:
+    """Make every in-place update (a dynamic_update_slice, a nested loop's carry) of the
+    loop body ``block``'s arguments at ``positions`` (carries handed on unchanged) work on
+    a copy: otherwise IREE 3.13 writes into the carried buffer and the update outlives the
+    iteration (``while_loop`` adding ``x.at[i].set(v)`` each step piled the updates up)."""
+    def visit(operations):
+        for operation in operations:
+            name = operation.name
+            targets = range(len(operation.operands)) if name == "stablehlo.while" else \
+                [0] if name == "stablehlo.dynamic_update_slice" else []
+            for j in targets:
+                value = operation.operands[j]
+                if argument_behind(ctx, value, block) in positions:
+                    with ctx.ir.InsertionPoint(operation):
+                        operation.operands[j] = fresh_copy(ctx, value, ctx.aval_of(value), tag=j)
+            if name != "stablehlo.while":
+                for region in operation.regions:
+                    for inner in region.blocks:
+                        visit(inner.operations)
+
+    visit(list(block.operations))
+
+
+def updated_argument(ctx, value, block):
+    """The number of ``block``'s argument that ``value`` is an in-place update of (a
+    dynamic_update_slice of it, through views and further updates), or None."""
+    for _ in range(32):
+        value = value.maybe_downcast()
+        if isinstance(value, ctx.ir.BlockArgument):
+            return argument_behind(ctx, value, block)
+        name = value.owner.name
+        if name == "stablehlo.dynamic_update_slice" or name in _VIEW_OPS:
+            value = value.owner.operands[0] if name == "stablehlo.dynamic_update_slice" \
+                else _passed_through(value)
+        else:
+            return None
+    return None
+
+
+_SLICING_OPS = frozenset({"stablehlo.dynamic_slice", "stablehlo.slice", "stablehlo.gather"})
+
+
+def isolate_reads(ctx, block, updated) -> None:
+    """Put each slice that the loop body ``block`` reads from one of its ``updated``
+    arguments (carries a dynamic_update_slice updates in place), or from an update of one,
+    behind an optimization barrier.  IREE 3.13 clones such slices into the dispatches that
+    consume them and then orders the read after the in-place update: the JVP of
+    ``b.at[i].set(b[i] * a[j] + a[i])`` in a fori_loop read the updated ``b[i]``."""
+    for operation in list(block.operations):
+        if operation.name not in _SLICING_OPS or \
+                updated_argument(ctx, operation.operands[0], block) not in updated:
+            continue
+        read = operation.results[0]
+        with ctx.ir.InsertionPoint.after(operation):
+            barrier = ctx.ir.Operation.create("stablehlo.optimization_barrier",
+                                              results=[read.type], operands=[read])
+        read.replace_all_uses_except(barrier.results[0], barrier)
 
 
 def fresh_copy(ctx, value, aval: ShapedArray, tag: int = 0):

@@ -1067,33 +1067,95 @@ def _select_branches(ctx, index, index_aval, operands, branches, out_avals):
     return results
 
 
-def _unused_inputs(program: IR, positions) -> bool:
-    """Whether any of the given inputs of ``program`` is never read."""
-    used = {x for eqn in program.equations for x in eqn.inputs} | set(program.outputs)
-    return any(program.in_vars[i] not in used for i in positions)
+def _aliased_yields(ctx, outs, body_block) -> list[int]:
+    """The positions where a loop body hands on a value that another carry also gets (or
+    one IREE's CSE would merge with it), another carry's argument, or a loop-invariant
+    value (IREE 3.13 fails to compile these: "'scf.while' op ... region branch point has N
+    operands, but region successor needs N+2 inputs").  Of a value several carries get, the
+    carry whose buffer it updates in place keeps it."""
+    from funcgrad.lowering import rules
+
+    invariant = _loop_invariant(ctx, body_block, outs)
+    found = []
+    for k, value in enumerate(outs):
+        behind = rules.argument_behind(ctx, value, body_block)
+        if behind == k:
+            continue  # handed on unchanged
+        twins = [j for j, other in enumerate(outs)
+                 if j != k and rules.same_value(ctx, value, other)]
+        if behind is not None or value in invariant:
+            found.append(k)
+        elif twins:
+            group = sorted([k, *twins])
+            keeper = next((j for j in group
+                           if rules.updated_argument(ctx, outs[j], body_block) == j), group[0])
+            if k != keeper:
+                found.append(k)
+    return found
 
 
-def _while_loop_op(ctx, init, init_avals, cond_fn, body_fn, barrier: bool = False):
+def _loop_invariant(ctx, body_block, outs) -> set:
+    """The values of the loop body ``body_block`` (results of its operations, and the
+    arguments of carries handed on unchanged) that are the same in every iteration; values
+    defined outside the loop are tested by ``not in body`` instead (see _inside)."""
+    from funcgrad.lowering import rules
+
+    invariant = {arg for k, arg in enumerate(body_block.arguments)
+                 if rules.argument_behind(ctx, outs[k], body_block) == k}
+
+    def fixed(value):
+        v = value.maybe_downcast()
+        if isinstance(v, ctx.ir.BlockArgument):
+            return v in invariant
+        return value in invariant or not _inside(v.owner, body_block)
+
+    for operation in body_block.operations:
+        if operation.name == "stablehlo.optimization_barrier":  # position by position
+            invariant.update(r for x, r in zip(operation.operands, operation.results,
+                                               strict=True) if fixed(x))
+        elif not len(operation.regions) and all(fixed(x) for x in operation.operands):
+            invariant.update(operation.results)
+    return invariant | {value for value in outs
+                        if not isinstance(value.maybe_downcast(), ctx.ir.BlockArgument)
+                        and not _inside(value.owner, body_block)}
+
+
+def _inside(operation, block) -> bool:
+    """Whether ``operation`` is in ``block`` (also in regions nested there)."""
+    operation = operation.operation
+    while operation is not None:
+        if operation.block == block:
+            return True
+        # .parent, not .block.owner: a module's .block is not None, and its owner loops
+        parent = operation.parent
+        operation = parent.operation if parent is not None else None
+    return False
+
+
+def _while_loop_op(ctx, init, init_avals, cond_fn, body_fn):
     """A stablehlo.while over ``init``; ``cond_fn(values) -> pred``, ``body_fn(values) ->
-    new values`` emit their ops inside the regions.
-
-    ``barrier``: pass every carried value through one optimization barrier at the top of
-    the body, so each block argument is used; IREE 3.13 miscompiles a loop whose body
-    ignores one of its arguments ("region branch point has 4 operands, but region
-    successor needs 2 inputs").  Only then: the barrier trips another IREE bug ("ref is
-    null") in some loops that read every argument.
+    new values`` emit their ops inside the regions.  Around IREE 3.13's bugs with loop
+    carries: values the body hands to several carries or that do not change are copied
+    (_aliased_yields), slices read from in-place-updated carries are materialized
+    (rules.isolate_reads), updates of unchanging carries work on copies
+    (rules.copy_before_updates) and in-place-updated carries start from buffers of their
+    own (below).
     """
     op = ctx.op("stablehlo.while", init, init_avals, regions=2)
     cond_block = ctx.block(op.regions[0], init_avals)
     with ctx.ir.InsertionPoint(cond_block):
         ctx.op("stablehlo.return", [cond_fn(list(cond_block.arguments))], [])
+    from funcgrad.lowering import rules
+
     body_block = ctx.block(op.regions[1], init_avals)
     with ctx.ir.InsertionPoint(body_block):
-        values = list(body_block.arguments)
-        if barrier:
-            values = ctx.op("stablehlo.optimization_barrier", values, init_avals)
-        ctx.op("stablehlo.return", body_fn(values), [])
-    from funcgrad.lowering import rules
+        outs = body_fn(list(body_block.arguments))
+        for k in _aliased_yields(ctx, outs, body_block):
+            outs[k] = rules.fresh_copy(ctx, outs[k], init_avals[k], tag=k)
+        ctx.op("stablehlo.return", outs, [])
+    handed_on = {k for k, value in enumerate(outs)
+                 if rules.argument_behind(ctx, value, body_block) == k}
+    rules.copy_before_updates(ctx, body_block, handed_on)
 
     # A carry updated in place starts from a copy of its own when its initial value
     # - is a function argument's buffer, which IREE would update in the caller's memory
@@ -1101,9 +1163,11 @@ def _while_loop_op(ctx, init, init_avals, cond_fn, body_fn, barrier: bool = Fals
     # - is (or IREE's CSE would make it) the initial value of another carry: IREE 3.13 then
     #   shares one buffer between them, and jit(grad) of a scan of xs=a with carry a[0], or
     #   of a fori_loop carrying (a, a), gave wrong gradients (two zero-filled outputs).
+    updated = rules.updated_in_place(ctx, body_block)
+    rules.isolate_reads(ctx, body_block, updated)
     with ctx.ir.InsertionPoint(op):
         copies = 0
-        for k in sorted(rules.updated_in_place(ctx, body_block)):
+        for k in sorted(updated):
             shared = any(rules.same_value(ctx, init[k], op.operands[j])
                          for j in range(len(init)) if j != k)
             if shared or rules.may_alias_argument(ctx, init[k]):
@@ -1124,9 +1188,7 @@ def _lower_while(ctx, args, in_avals, out_avals, *, cond_ir, body_ir, cond_ncons
         bc, carry = values[cond_nconsts:n_consts], values[n_consts:]
         return values[:n_consts] + ctx.lower_ir(body_ir, bc + carry)
 
-    carry_inputs = range(body_nconsts, len(body_ir.in_vars))
-    outs = _while_loop_op(ctx, list(args), [a.strip_weak() for a in in_avals], cond_fn, body_fn,
-                          barrier=_unused_inputs(body_ir, carry_inputs))
+    outs = _while_loop_op(ctx, list(args), [a.strip_weak() for a in in_avals], cond_fn, body_fn)
     return outs[n_consts:]
 
 
@@ -1151,22 +1213,39 @@ def _inlined_size(program: IR) -> int:
     return size
 
 
-def _unroll_factor(length: int, body: IR) -> int:
+def _unroll_factor(length: int, body: IR, emitted: int) -> int:
+    """Scan steps per loop iteration; ``emitted``: the MLIR operations one step lowered to
+    (a float64 sin is one equation but a hundred operations: counted as one, 50 unrolled
+    steps of a scan of sin took a minute to compile)."""
     if any(eqn.prim is cond_p and not _selectable(eqn.params["branches"])
            for eqn in body.equations):
         # IREE 3.13 fails to compile (stream "failed to solve for usage analysis") or to
         # run a long chain of stablehlo.case ops in one loop iteration: one step each
         # (small conds are selects, see _lower_cond, and unroll like any operation)
         return 1
-    limit = max(1, min(_SCAN_MAX_UNROLL, _SCAN_UNROLL_BUDGET // max(_inlined_size(body), 1),
-                       max(length, 1)))
+    size = max(_inlined_size(body), emitted // _OPERATIONS_PER_EQUATION, 1)
+    limit = max(1, min(_SCAN_MAX_UNROLL, _SCAN_UNROLL_BUDGET // size, max(length, 1)))
     return max(u for u in range(1, limit + 1) if length % u == 0)
+
+
+# a typical equation lowers to a few MLIR operations (its constants, broadcasts)
+_OPERATIONS_PER_EQUATION = 4
+
+
+def _operation_count(operations) -> int:
+    """The operations in ``operations`` and in their regions."""
+    return sum(1 + sum(_operation_count(block.operations) for region in op.regions
+                       for block in region.blocks)
+               for op in operations)
 
 
 def _lower_scan(ctx, args, in_avals, out_avals, *, body, num_consts, num_carry, length,
                 reverse):
     from funcgrad.lowering import fused_scan, rules
 
+    if length == 0:  # no step runs: the carry as it came, per-step outputs of no rows
+        return list(args[num_consts:num_consts + num_carry]) + [
+            ctx.full(0, a.strip_weak()) for a in out_avals[num_carry:]]
     scan_plan = fused_scan.plan(ctx, body, num_consts, num_carry, length, in_avals, out_avals)
     if scan_plan is not None:
         return fused_scan.lower(ctx, args, in_avals, out_avals, body=body,
@@ -1196,7 +1275,6 @@ def _lower_scan(ctx, args, in_avals, out_avals, *, body, num_consts, num_carry, 
     init = [ctx.constant(np.int32(0))] + consts + carry + xs + ys
     init_avals = ([i32] + [a.strip_weak() for a in in_avals] + list(y_avals))
     n_c, n_x = num_consts + num_carry, len(xs)
-    unroll = _unroll_factor(length, body)
 
     def step_index(i, k):
         # time step of the k-th unrolled step of the iteration starting at step i
@@ -1214,7 +1292,10 @@ def _lower_scan(ctx, args, in_avals, out_avals, *, body, num_consts, num_carry, 
         xs_v = values[1 + n_c:1 + n_c + n_x]
         ys_v = values[1 + n_c + n_x:]
         zero = ctx.constant(np.int32(0))
-        for k in range(unroll):
+        block = ctx.ir.InsertionPoint.current.block
+        before = _operation_count(block.operations)
+        k, unroll = 0, 1
+        while k < unroll:
             t = step_index(i, k)
             x_t = []
             for x, a in zip(xs_v, x_avals, strict=False):
@@ -1231,11 +1312,14 @@ def _lower_scan(ctx, args, in_avals, out_avals, *, body, num_consts, num_carry, 
                 new_ys.append(ctx.op1("stablehlo.dynamic_update_slice",
                                       [acc, y1, t] + [zero] * (a.ndim - 1), a))
             ys_v = new_ys
+            if k == 0:  # one step lowered: how many fit in an iteration
+                unroll = _unroll_factor(length, body,
+                                        _operation_count(block.operations) - before)
+            k += 1
         step = ctx.constant(np.int32(unroll))
         return [ctx.op1("stablehlo.add", [i, step], i32)] + c + carry_v + xs_v + ys_v
 
-    outs = _while_loop_op(ctx, init, init_avals, cond_fn, body_fn,
-                          barrier=_unused_inputs(body, range(num_consts, n_c)))
+    outs = _while_loop_op(ctx, init, init_avals, cond_fn, body_fn)
     loop_ys = dict(zip(varying, outs[1 + n_c + n_x:], strict=True))
     return outs[1 + num_consts:1 + n_c] + [
         invariant_ys[j] if j in invariant_ys else loop_ys[j]
