@@ -276,6 +276,36 @@ def isolate_reads(ctx, block, updated) -> None:
         read.replace_all_uses_except(barrier.results[0], barrier)
 
 
+def isolate_constant_updates(ctx, block, updated) -> None:
+    """Put the update of each in-place dynamic_update_slice of the loop body ``block`` (of
+    an ``updated`` argument) that is made from a constant (``x.at[i].set(1.5)``: a select
+    of the constant) behind an optimization barrier.  IREE 3.13 otherwise wrote one such
+    update's constant for another's: the JVP of a fori_loop setting 1.5 wrote the
+    tangent's 0.0 into the primal."""
+    for operation in list(block.operations):
+        if operation.name != "stablehlo.dynamic_update_slice" or \
+                updated_argument(ctx, operation.operands[0], block) not in updated or \
+                not _from_constant(operation.operands[1]):
+            continue
+        update = operation.operands[1]
+        with ctx.ir.InsertionPoint(operation):
+            barrier = ctx.ir.Operation.create("stablehlo.optimization_barrier",
+                                              results=[update.type], operands=[update])
+        operation.operands[1] = barrier.results[0]
+
+
+def _from_constant(value, depth: int = 4) -> bool:
+    """Whether ``value`` is a constant, or a view, broadcast or select of one."""
+    owner = value.maybe_downcast().owner
+    name = getattr(owner, "name", None)
+    if name == "stablehlo.constant":
+        return True
+    if depth and name in (_VIEW_OPS | {"stablehlo.broadcast_in_dim", "stablehlo.select",
+                                       "stablehlo.convert"}):
+        return any(_from_constant(x, depth - 1) for x in owner.operands)
+    return False
+
+
 def fresh_copy(ctx, value, aval: ShapedArray, tag: int = 0):
     """``value`` in a buffer of its own, made by a dispatch (padded by ``1 + tag`` elements,
     then sliced back): IREE elides a plain copy of a function argument (issue 16168).

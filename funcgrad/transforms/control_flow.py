@@ -1067,12 +1067,12 @@ def _select_branches(ctx, index, index_aval, operands, branches, out_avals):
     return results
 
 
-def _aliased_yields(ctx, outs, body_block) -> list[int]:
-    """The positions where a loop body hands on a value that another carry also gets (or
-    one IREE's CSE would merge with it), another carry's argument, or a loop-invariant
-    value (IREE 3.13 fails to compile these: "'scf.while' op ... region branch point has N
-    operands, but region successor needs N+2 inputs").  Of a value several carries get, the
-    carry whose buffer it updates in place keeps it."""
+def _aliased_yields(ctx, outs, body_block) -> list[tuple[int, bool]]:
+    """(position, loop-invariant) where a loop body hands on a value that another carry
+    also gets (or one IREE's CSE would merge with it), another carry's argument, or a
+    loop-invariant value (IREE 3.13 fails to compile these: "'scf.while' op ... region
+    branch point has N operands, but region successor needs N+2 inputs").  Of a value
+    several carries get, the carry whose buffer it updates in place keeps it."""
     from funcgrad.lowering import rules
 
     invariant = _loop_invariant(ctx, body_block, outs)
@@ -1083,15 +1083,29 @@ def _aliased_yields(ctx, outs, body_block) -> list[int]:
             continue  # handed on unchanged
         twins = [j for j, other in enumerate(outs)
                  if j != k and rules.same_value(ctx, value, other)]
-        if behind is not None or value in invariant:
-            found.append(k)
+        if value in invariant:
+            found.append((k, True))
+        elif behind is not None:
+            found.append((k, False))
         elif twins:
             group = sorted([k, *twins])
             keeper = next((j for j in group
                            if rules.updated_argument(ctx, outs[j], body_block) == j), group[0])
             if k != keeper:
-                found.append(k)
+                found.append((k, False))
     return found
+
+
+def _varying(ctx, value, argument, aval):
+    """``value`` made to look loop-varying: selected over the carry's ``argument`` by a
+    true that optimization cannot see through (a copy of a loop-invariant value would be
+    hoisted out of the loop, and IREE would fold the carry again)."""
+    (true,) = ctx.op("stablehlo.optimization_barrier", [ctx.constant(np.bool_(True))],
+                     [ShapedArray((), dtypes.bool_)])
+    if aval.shape:
+        true = ctx.op1("stablehlo.broadcast_in_dim", [true], aval.update(dtype=dtypes.bool_),
+                       {"broadcast_dimensions": ctx.i64_array([])})
+    return ctx.op1("stablehlo.select", [true, value, argument], aval)
 
 
 def _loop_invariant(ctx, body_block, outs) -> set:
@@ -1150,8 +1164,16 @@ def _while_loop_op(ctx, init, init_avals, cond_fn, body_fn):
     body_block = ctx.block(op.regions[1], init_avals)
     with ctx.ir.InsertionPoint(body_block):
         outs = body_fn(list(body_block.arguments))
-        for k in _aliased_yields(ctx, outs, body_block):
-            outs[k] = rules.fresh_copy(ctx, outs[k], init_avals[k], tag=k)
+        for k, invariant in _aliased_yields(ctx, outs, body_block):
+            outs[k] = _varying(ctx, outs[k], body_block.arguments[k], init_avals[k]) \
+                if invariant else rules.fresh_copy(ctx, outs[k], init_avals[k], tag=k)
+        # IREE 3.13 also miscompiles a body that ignores a carried value (the zoom line
+        # search of optim.lbfgs: "region branch point has 26 operands, but region successor
+        # needs 28 inputs"): each such value is made to count
+        for k, argument in enumerate(body_block.arguments):
+            if not any(True for _ in argument.uses) and \
+                    rules.argument_behind(ctx, outs[k], body_block) != k:
+                outs[k] = _varying(ctx, outs[k], argument, init_avals[k])
         ctx.op("stablehlo.return", outs, [])
     handed_on = {k for k, value in enumerate(outs)
                  if rules.argument_behind(ctx, value, body_block) == k}
@@ -1165,6 +1187,7 @@ def _while_loop_op(ctx, init, init_avals, cond_fn, body_fn):
     #   of a fori_loop carrying (a, a), gave wrong gradients (two zero-filled outputs).
     updated = rules.updated_in_place(ctx, body_block)
     rules.isolate_reads(ctx, body_block, updated)
+    rules.isolate_constant_updates(ctx, body_block, updated)
     with ctx.ir.InsertionPoint(op):
         copies = 0
         for k in sorted(updated):

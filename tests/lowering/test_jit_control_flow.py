@@ -204,7 +204,10 @@ _Y3 = fnp.sin(_X3)
     lambda x: fg.fori_loop(0, 3, lambda i, c: (c[1], c[0]), (x, x + 1.0)),
     lambda x: fg.while_loop(lambda c: c[0] < 3, lambda c: (c[0] + 1, x), (0, x + 1.0)),
     lambda x: fg.while_loop(lambda c: c[0] < 3, lambda c: (c[0] + 1, c[2], c[2]), (0, x, x * 2)),
-], ids=["one_value_twice", "computed_outside", "swapped", "while_argument", "while_twice"])
+    lambda x: fg.while_loop(lambda c: (c[0] < 2) & (c[1][1] < 2.0),
+                            lambda c: (c[0] + 1, x), (0, x)),
+], ids=["one_value_twice", "computed_outside", "swapped", "while_argument", "while_twice",
+        "while_data_dependent"])
 def test_loops_handing_on_repeated_or_outside_values(fun):
     want = fg.tree.leaves(fun(_X3))
     got = fg.tree.leaves(fg.jit(fun)(_X3))
@@ -245,3 +248,25 @@ def test_loops_of_no_steps(fun):
     total = lambda x: sum(t.sum() for t in fg.tree.leaves(fun(x)))  # noqa: E731
     # the carry comes out as it went in: a gradient of ones
     np.testing.assert_array_equal(fg.jit(fg.grad(total))(_X3).numpy(), np.ones(3))
+
+
+def test_a_carry_updated_then_read_over_five_iterations():
+    # a scalar sin in the body was a stablehlo.if: IREE ran one iteration of five
+    x = fg.tensor(np.array([0.3, -0.5, 0.8, 0.1, -0.9]))
+
+    def fun(x):
+        def body(i, c):
+            a, b = c
+            b = b.at[1].set(x[i])
+            return (a * fnp.sin(x[i]) + b[1], b)
+        return fg.fori_loop(0, 5, body, (x, x))[0]
+    np.testing.assert_allclose(fg.jit(fun)(x).numpy(), fun(x).numpy(), rtol=1e-12)
+
+
+def test_jvp_of_setting_a_constant_in_a_loop():
+    # IREE wrote the tangent's 0.0 where the primal's 1.5 belonged
+    x, t = fg.tensor(np.array([0.3, -0.5, 0.8, 0.1, -0.9])), fg.ones(5, dtype=fg.float64)
+    fun = lambda x: fg.fori_loop(0, 2, lambda i, c: c.at[i].set(1.5), x) * 2.0  # noqa: E731
+    primal, tangent = fg.jvp(fg.jit(fun), (x,), (t,))
+    np.testing.assert_array_equal(primal.numpy(), [3.0, 3.0, 1.6, 0.2, -1.8])
+    np.testing.assert_array_equal(tangent.numpy(), [0.0, 0.0, 2.0, 2.0, 2.0])
