@@ -18,9 +18,7 @@ float32/16 and bfloat16 ``sin``/``cos``/``tan`` reduce by a table of 2/pi
 the float64 one rounded, ``atan``/``asin``/``acos``/``acosh`` short float64 evaluations
 (``_short_inverse``) rounded, within an ulp (IREE's float32 ones are 40 ulp off);
 ``tanh``, ``expm1``, ``log1p``, ``sinh``, ``cosh``, ``asinh``, ``acosh``, ``atan``,
-``asin``, ``acos``, ``atan2``, ``atanh`` within 4 ulp everywhere; ``pow`` within an ulp
-(``pow_magnitude``: IREE's exp(y log x) is 100 ulp off; float32 pow is it rounded, exact
-on a 100,000 sample); ``fmod`` exact except
+``asin``, ``acos``, ``atan2``, ``atanh`` within 4 ulp everywhere; ``fmod`` exact except
 for |x| near the float64 maximum with |x / y| > 2**53 (about 3 s to compile).
 Complex functions are built on these from their textbook formulas (relative error about
 1e-15, 1e-12 for log/log1p/asinh/asin of small or unit-modulus z; away from overflow);
@@ -32,7 +30,6 @@ all NumPy's.
 from __future__ import annotations
 
 import math
-from fractions import Fraction
 
 import numpy as np
 
@@ -758,63 +755,6 @@ def _short_inverse(kind):
 
 narrow_atan, narrow_asin = _short_inverse("atan"), _short_inverse("asin")
 narrow_acos, narrow_acosh = _short_inverse("acos"), _short_inverse("acosh")
-
-
-# --- power -----------------------------------------------------------------------------------
-# x ** y = exp(y * ln x): with ln x rounded to float64 the product's error, up to 709 * 2**-53,
-# is the result's relative error (IREE's power: 100 ulp).  Here ln x is a double-double (its
-# mantissa part by atanh's series on a double-double quotient), the product too, and
-# exp(hi + lo) = exp(hi) * (1 + lo).
-
-# fdlibm's ln 2 split (e_log.c): k * _LN2_HI is exact for |k| < 2**11
-_LN2_HI, _LN2_LO = 6.93147180369123816490e-01, 1.90821492927058770002e-10
-_TWO_THIRDS = (2 / 3, float(Fraction(2, 3) - Fraction(2 / 3)))  # 2/3 as hi + lo
-
-
-def _log_double_double(a):
-    """ln(a) as hi + lo to about 2**-100 relative, for finite normal ``a > 0``."""
-    from funcgrad.core.prims.bitcast import bitcast_convert_type
-
-    bits = bitcast_convert_type(a, dtypes.int64)
-    e = ew.shift_right_logical_p.bind(bits, full_like(bits, 52)) - 1023
-    power = bitcast_convert_type(ew.shift_left_p.bind(1023 - e, full_like(e, 52)), a.dtype)
-    m = a * power  # in [1, 2), exact
-    above = ew.gt(m, full_like(m, math.sqrt(2.0)))
-    m = _where(above, m * 0.5, m)
-    k = ew.convert_element_type(e, a.dtype) + _where(above, full_like(m, 1.0), 0.0)
-    f = m - 1.0  # exact (Sterbenz), |f| < 0.42
-    # s = f / (2 + f) as s_hi + s_lo: ln m = 2 atanh(s)
-    d_hi, d_lo = _two_sum(full_like(f, 2.0), f)
-    s_hi = f / d_hi
-    p_hi, p_lo = _two_product(s_hi, d_hi)
-    s_lo = (((f - p_hi) - p_lo) - s_hi * d_lo) / d_hi
-    # ln m = 2 s + 2/3 s**3 + 2 s**5 sum z**n / (2n + 5), z = s**2 < 0.03: the s**3 term
-    # (up to 0.0034) as a double-double too, the rest (< 6e-5, 11 terms) in float64
-    z_hi, z_lo = _two_product(s_hi, s_hi)
-    c_hi, c_lo = _two_product(s_hi, z_hi)
-    c_lo = c_lo + s_hi * z_lo
-    t_hi, t_lo = _two_product(full_like(c_hi, _TWO_THIRDS[0]), c_hi)
-    t_lo = t_lo + (_TWO_THIRDS[0] * c_lo + _TWO_THIRDS[1] * c_hi + 2.0 * z_hi * s_lo)
-    rest = 2.0 * s_hi * z_hi * z_hi * _polynomial(
-        z_hi, [1.0 / (2 * n + 5) for n in range(10, -1, -1)])
-    hi, lo = _two_sum(k * _LN2_HI, 2.0 * s_hi)
-    hi, lo2 = _two_sum(hi, t_hi)
-    return _two_sum(hi, (lo + lo2) + (k * _LN2_LO + (2.0 * s_lo + (t_lo + rest))))
-
-
-def pow_magnitude(a, y):
-    """a ** y for float64 ``a >= 0`` within 2 ulp (IREE's power: 100 ulp off); zeros,
-    infinities and NaN as exp(y * ln a).  The power lowering adds signs and special cases.
-
-    >>> pow_magnitude(fg.tensor([10.0]), fg.tensor([9.0]))
-    """
-    regular = ew.is_finite(a) & ew.is_finite(y) & ew.ge(a, full_like(a, 2.0 ** -1022))
-    l_hi, l_lo = _log_double_double(_where(regular, a, 1.0))
-    t_hi, t_lo = _two_product(y, l_hi)
-    t_hi, t_lo = _two_sum(t_hi, t_lo + y * l_lo)
-    near = ew.exp(t_hi)
-    accurate = _where(ew.is_finite(near), near + near * t_lo, near)
-    return _where(regular, accurate, ew.exp(y * ew.log(a)))
 
 
 # --- remainder ---------------------------------------------------------------------------------

@@ -796,7 +796,17 @@ def _lower_pow(ctx, args, in_avals, out_avals):
     def cmp(a, b, direction, of=aval):
         return rules.compare(ctx, a, b, of, direction)
 
-    magnitude = op("stablehlo.power", op("stablehlo.abs", x), y)
+    # IREE's power is exp(y * log(x)) in the operands' precision: 100 ulp off for large
+    # results (10.0 ** 9 in float32 3e-6 relative off); float32 is computed in float64
+    # (1e-14 relative) and rounded.  (A double-double float64 pow was within an ulp, but
+    # its compiled results varied from run to run under load: not kept, see the issue.)
+    wide = aval.update(dtype=dtypes.float64)
+    operands = [op("stablehlo.abs", x), y]
+    if aval.dtype != dtypes.float64:
+        operands = [op("stablehlo.convert", v, result=wide) for v in operands]
+    magnitude = op("stablehlo.power", *operands, result=wide)
+    if aval.dtype != dtypes.float64:
+        magnitude = op("stablehlo.convert", magnitude)
     # the sign bit, so (-0.0) ** 3 is -0.0
     bits = ShapedArray(aval.shape, np.dtype(f"int{aval.dtype.itemsize * 8}"))
     negative = cmp(op("stablehlo.bitcast_convert", x, result=bits), ctx.full(0, bits), "LT",
@@ -866,11 +876,7 @@ def _declare_math_fallbacks():
             dtypes.complex128: rules.via(function), dtypes.complex64: rules.via(function)})
     div_p.lower = math64.rules_for_dtype(div_p.lower, {
         d: rules.via(math64.complex_divide) for d in (dtypes.complex64, dtypes.complex128)})
-    # IREE's float32 power is exp(y * log(x)) in float32: 100 ulp off for large results
-    # (10.0 ** 9 came out 3e-6 relative off); in float64, rounded, it is within an ulp
-    narrow_pow = rules.via(math64.in_float64(pow))
-    pow_p.lower = math64.rules_for_dtype(pow_p.lower, {
-        d: narrow_pow for d in (dtypes.float32, dtypes.float16, dtypes.bfloat16)})
+
     sign_p.lower = math64.rules_for_dtype(sign_p.lower, {
         d: rules.via(math64.unsigned_sign) for d in (np.uint8, np.uint16, np.uint32,
                                                       np.uint64)})
