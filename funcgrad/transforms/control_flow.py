@@ -1034,6 +1034,8 @@ def _lower_cond(ctx, args, in_avals, out_avals, *, branches):
     Other branches: a stablehlo.case, each branch returning its values through an
     optimization barrier (without it the same mis-scheduling hit the zoom line search of
     funcgrad/optim/lbfgs.py outside loops: "ref is null" in hal.buffer_view.create)."""
+    from funcgrad.lowering import rules
+
     index, operands = args[0], args[1:]
     if _selectable(branches):
         return _select_branches(ctx, index, in_avals[0], list(operands), branches,
@@ -1044,10 +1046,20 @@ def _lower_cond(ctx, args, in_avals, out_avals, *, branches):
         block = region.blocks.append()
         with ctx.ir.InsertionPoint(block):
             outs = ctx.lower_ir(branch, list(operands))
+            for k in _repeated(ctx, outs):  # IREE 3.13: one buffer for both (OUT_OF_RANGE)
+                outs[k] = rules.fresh_copy(ctx, outs[k], result_avals[k], tag=k)
             if outs:
                 outs = ctx.op("stablehlo.optimization_barrier", outs, result_avals)
             ctx.op("stablehlo.return", outs, [])
     return list(op.results)
+
+
+def _repeated(ctx, values) -> list[int]:
+    """The positions of ``values`` equal to (or CSE-mergeable with) an earlier one."""
+    from funcgrad.lowering import rules
+
+    return [k for k, value in enumerate(values)
+            if any(rules.same_value(ctx, value, other) for other in values[:k])]
 
 
 def _select_branches(ctx, index, index_aval, operands, branches, out_avals):

@@ -270,3 +270,21 @@ def test_jvp_of_setting_a_constant_in_a_loop():
     primal, tangent = fg.jvp(fg.jit(fun), (x,), (t,))
     np.testing.assert_array_equal(primal.numpy(), [3.0, 3.0, 1.6, 0.2, -1.8])
     np.testing.assert_array_equal(tangent.numpy(), [0.0, 0.0, 2.0, 2.0, 2.0])
+
+
+def test_jvp_of_a_cond_branch_returning_two_alike_values():
+    # a case (the other branch holds a checkpoint) whose taken branch returns two values
+    # alike: IREE gave them one buffer ("OUT_OF_RANGE; indirect buffer reference")
+    x = fg.tensor(np.array([-0.8, -0.5, -0.6, 0.3, 0.7]))
+    t = fg.tensor(np.array([0.7, -0.7, -0.75, 0.74, 0.22]))
+
+    def fun(x):
+        a, b = fg.cond(x[0] > 0.0,
+                       lambda o: (fg.checkpoint(lambda a: fnp.sin(a) * a)(o[0]), o[1]),
+                       lambda o: (o[0] * 2.0, o[1] * 2.0), (x, x))
+        return a + b
+    want = fg.jvp(fun, (x,), (t,))
+    for got in (fg.jvp(fg.jit(fun), (x,), (t,)),
+                fg.jit(lambda x, t: fg.jvp(fun, (x,), (t,)))(x, t)):
+        for g, w in zip(got, want, strict=True):
+            np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-12)
