@@ -182,28 +182,29 @@ def _passed_through(result):
     return op.operands[result.result_number if len(op.operands) == len(op.results) else 0]
 
 
+def _in_place_operands(operations):
+    """(operation, operand number) of every operand that may be updated in place: a
+    dynamic_update_slice's target, a nested loop's carries (also in nested regions, not
+    inside nested loops)."""
+    for operation in operations:
+        name = operation.name
+        targets = range(len(operation.operands)) if name == "stablehlo.while" else \
+            [0] if name == "stablehlo.dynamic_update_slice" else []
+        for j in targets:
+            yield operation, j
+        if name != "stablehlo.while":
+            for region in operation.regions:
+                for inner in region.blocks:
+                    yield from _in_place_operands(inner.operations)
+
+
 def updated_in_place(ctx, block) -> set:
     """The numbers of ``block``'s arguments (a loop body's carry) that a
     dynamic_update_slice in it may update in place (through views, also in nested regions),
     or that a nested loop carries."""
-    found = set()
-
-    def visit(operations):
-        for operation in operations:
-            name = operation.name
-            targets = list(operation.operands) if name == "stablehlo.while" else \
-                [operation.operands[0]] if name == "stablehlo.dynamic_update_slice" else []
-            for value in targets:
-                k = argument_behind(ctx, value, block)
-                if k is not None:
-                    found.add(k)
-            if name != "stablehlo.while":
-                for region in operation.regions:
-                    for inner in region.blocks:
-                        visit(inner.operations)
-
-    visit(block.operations)
-    return found
+    found = {argument_behind(ctx, operation.operands[j], block)
+             for operation, j in _in_place_operands(block.operations)}
+    return found - {None}
 
 
 def argument_behind(ctx, value, block, depth: int = 32):
@@ -222,22 +223,11 @@ def copy_before_updates(ctx, block, positions) -> None:
     loop body ``block``'s arguments at ``positions`` (carries handed on unchanged) work on
     a copy: otherwise IREE 3.13 writes into the carried buffer and the update outlives the
     iteration (``while_loop`` adding ``x.at[i].set(v)`` each step piled the updates up)."""
-    def visit(operations):
-        for operation in operations:
-            name = operation.name
-            targets = range(len(operation.operands)) if name == "stablehlo.while" else \
-                [0] if name == "stablehlo.dynamic_update_slice" else []
-            for j in targets:
-                value = operation.operands[j]
-                if argument_behind(ctx, value, block) in positions:
-                    with ctx.ir.InsertionPoint(operation):
-                        operation.operands[j] = fresh_copy(ctx, value, ctx.aval_of(value), tag=j)
-            if name != "stablehlo.while":
-                for region in operation.regions:
-                    for inner in region.blocks:
-                        visit(inner.operations)
-
-    visit(list(block.operations))
+    for operation, j in list(_in_place_operands(block.operations)):
+        value = operation.operands[j]
+        if argument_behind(ctx, value, block) in positions:
+            with ctx.ir.InsertionPoint(operation):
+                operation.operands[j] = fresh_copy(ctx, value, ctx.aval_of(value), tag=j)
 
 
 def updated_argument(ctx, value, block):

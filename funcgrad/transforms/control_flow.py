@@ -1093,14 +1093,15 @@ def _aliased_yields(ctx, outs, body_block) -> list[tuple[int, bool]]:
         behind = rules.argument_behind(ctx, value, body_block)
         if behind == k:
             continue  # handed on unchanged
-        twins = [j for j, other in enumerate(outs)
-                 if j != k and rules.same_value(ctx, value, other)]
         if value in invariant:
             found.append((k, True))
-        elif behind is not None:
+            continue
+        if behind is not None:
             found.append((k, False))
-        elif twins:
-            group = sorted([k, *twins])
+            continue
+        group = [j for j, other in enumerate(outs)
+                 if j == k or rules.same_value(ctx, value, other)]
+        if len(group) > 1:
             keeper = next((j for j in group
                            if rules.updated_argument(ctx, outs[j], body_block) == j), group[0])
             if k != keeper:
