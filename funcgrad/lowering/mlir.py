@@ -303,9 +303,15 @@ class LoweringContext:
         return fn
 
 
-# shape-only primitives folded besides the elementwise ones
+# shape-only primitives folded besides the elementwise ones, and the reductions whose
+# result does not depend on the order of summation (the in-bounds and duplicate-index
+# masks of an indexed update at constant positions: a select on such a mask, folded by
+# IREE 3.13 after dispatch formation, left a slice of an argument that it reshaped into an
+# invalid rank-increasing tensor.extract_slice)
 _FOLDABLE_STRUCTURAL = frozenset({"broadcast_in_dim", "reshape", "convert_element_type",
-                                  "iota", "slice", "transpose", "concatenate", "rev", "pad"})
+                                  "iota", "slice", "transpose", "concatenate", "rev", "pad",
+                                  "reduce_and", "reduce_or", "reduce_max", "reduce_min",
+                                  "argmax", "argmin"})
 # small results only: a large constant is better computed by the kernel that reads it
 _FOLD_MAX_ELEMENTS = 64
 

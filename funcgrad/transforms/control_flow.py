@@ -1203,10 +1203,12 @@ def _while_loop_op(ctx, init, init_avals, cond_fn, body_fn):
     rules.isolate_constant_updates(ctx, body_block, updated)
     with ctx.ir.InsertionPoint(op):
         copies = 0
-        for k in sorted(updated):
+        for k in range(len(init)):
+            if k in handed_on:
+                continue
             shared = any(rules.same_value(ctx, init[k], op.operands[j])
                          for j in range(len(init)) if j != k)
-            if shared or rules.may_alias_argument(ctx, init[k]):
+            if shared or (k in updated and rules.may_alias_argument(ctx, init[k])):
                 op.operands[k] = rules.fresh_copy(ctx, init[k], init_avals[k], tag=copies)
                 copies += 1
     return list(op.results)

@@ -272,6 +272,15 @@ def test_jvp_of_setting_a_constant_in_a_loop():
     np.testing.assert_array_equal(tangent.numpy(), [0.0, 0.0, 2.0, 2.0, 2.0])
 
 
+def _assert_jvps_of_jit_match(fun, x, t):
+    """jvp(jit(fun)) and jit(jvp(fun)) at (x, t) equal the eager jvp."""
+    want = fg.jvp(fun, (x,), (t,))
+    for got in (fg.jvp(fg.jit(fun), (x,), (t,)),
+                fg.jit(lambda x, t: fg.jvp(fun, (x,), (t,)))(x, t)):
+        for g, w in zip(got, want, strict=True):
+            np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-12)
+
+
 def test_jvp_of_a_cond_branch_returning_two_alike_values():
     # a case (the other branch holds a checkpoint) whose taken branch returns two values
     # alike: IREE gave them one buffer ("OUT_OF_RANGE; indirect buffer reference")
@@ -283,8 +292,61 @@ def test_jvp_of_a_cond_branch_returning_two_alike_values():
                        lambda o: (fg.checkpoint(lambda a: fnp.sin(a) * a)(o[0]), o[1]),
                        lambda o: (o[0] * 2.0, o[1] * 2.0), (x, x))
         return a + b
-    want = fg.jvp(fun, (x,), (t,))
-    for got in (fg.jvp(fg.jit(fun), (x,), (t,)),
-                fg.jit(lambda x, t: fg.jvp(fun, (x,), (t,)))(x, t)):
-        for g, w in zip(got, want, strict=True):
-            np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-12)
+    _assert_jvps_of_jit_match(fun, x, t)
+
+
+_X = np.array([0.3, -0.5, 0.8, 0.1, -0.9])
+_W = np.array([0.7, -1.3, 0.4, 2.0, -0.6])
+
+
+def test_jvp_of_a_scan_whose_carries_start_from_one_argument():
+    # both carries start from x and the body hands x on to one of them: IREE 3.13 gave
+    # the two loop carries (and the jvp's tangent carries) one initial buffer and failed
+    # ("'scf.for' op ... '!stream.resource<constant>' should match ... <external>")
+    x, t = fg.tensor(_X), fg.tensor(np.array([1.0, 0.5, -0.7, 0.2, 0.4]))
+
+    def fun(x):
+        def body(carry, _):
+            c3, c4 = carry
+            v = c4.at[0].add(fnp.sin(c3[4]))
+            return (x, v), v
+        (a, b), _ = fg.scan(body, (x, x), None, length=3)
+        return a + b
+    _assert_jvps_of_jit_match(fun, x, t)
+
+
+def test_grad_of_nested_scans_around_a_fori_loop_of_a_closed_over_value():
+    # the same failure, from the inner loops' carries starting from one value (x, c13)
+    x, w = fg.tensor(_X), fg.tensor(_W)
+
+    def fun(x):
+        def outer(carry, xi):
+            c12, c13, c14 = carry
+
+            def inner(carry, _):
+                _, c18 = carry
+                v = fg.fori_loop(0, 2, lambda i, c: fnp.sin(c) + x * 0.5, x)
+                return (v, c18), c18
+            (_, v22), ys = fg.scan(inner, (c13, c13), None, length=3)
+            return (c13, c13, fnp.exp(fnp.tanh(c14 + v22))), c12 * ys[0][4]
+        (_, q, r), _ = fg.scan(outer, (x, x, x), fnp.stack([x, x]))
+        return q + r
+
+    def loss(v):
+        return fnp.sum(fun(v) * w)
+    want = fg.grad(loss)(x).numpy()
+    got = fg.grad(lambda v: fnp.sum(fg.jit(fun)(v) * w))(x).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+def test_grad_of_an_update_at_a_constant_index_by_a_closed_over_element():
+    # grad(jit) splits the scan; its forward part returned x[4] reshaped to 1 x 1 next to
+    # a select on a constant mask, which IREE 3.13 folded into a rank-increasing
+    # tensor.extract_slice ("expected rank to be smaller or equal to the other rank")
+    x, w = fg.tensor(_X), fg.tensor(_W)
+
+    def fun(x):
+        c, _ = fg.scan(lambda c, _: (c.at[2].mul(x[4]), None), x, None, length=1)
+        return c
+    got = fg.grad(lambda v: fnp.sum(fg.jit(fun)(v) * w))(x).numpy()
+    np.testing.assert_allclose(got, [0.7, -1.3, 0.4 * -0.9, 2.0, -0.6 + 0.4 * 0.8], rtol=1e-12)
