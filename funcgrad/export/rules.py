@@ -413,7 +413,7 @@ def _declare_elementwise():
         registry[name].onnx = _single(op_type, floats)
     registry["erf"].onnx = _float32_or("Erf", via(_erf_float64, "erf"))
     # ORT computes these only in float32: exact compositions for the other float dtypes
-    for name, fn in (("tan", math64.tan), ("asin", math64.asin), ("acos", math64.acos),
+    for name, fn in (("tan", math64.reduced_tan), ("asin", math64.asin), ("acos", math64.acos),
                      ("atan", math64.atan), ("sinh", math64.sinh), ("cosh", math64.cosh),
                      ("asinh", math64.asinh), ("acosh", math64.acosh),
                      ("atanh", math64.atanh)):

@@ -34,8 +34,6 @@ import math
 import numpy as np
 
 from funcgrad.core import dtypes
-from funcgrad.core.primitive import Primitive
-from funcgrad.core.primitive import registry as primitive_registry
 from funcgrad.core.prims import elementwise as ew
 from funcgrad.core.prims.reductions import reduce_max
 from funcgrad.core.prims.structural import full_like
@@ -49,7 +47,7 @@ def rules_for_dtype(native, fallback: dict):
 
     Arguments:
         native: the rule for dtypes IREE compiles correctly.
-        fallback: ``{dtype: rule}``, e.g. ``{fg.float64: rules.via(math64.sin)}``.
+        fallback: ``{dtype: rule}``, e.g. ``{fg.float64: rules.via(math64.tanh)}``.
 
     >>> sin_p.lower = rules_for_dtype(rules.elementwise("stablehlo.sine"),
     ...                               {dtypes.float64: rules.via(sin)})
@@ -333,99 +331,69 @@ def _exact_trig(kind):
 # shared producers into each dispatch, and the table's gather splits them): instead a
 # stablehlo.if runs one of the two whole computations, so the common case pays one
 # reduction more (the largest finite |x|, against _FAST_LIMIT: within the timing noise).
-# The branch is a primitive of its own, not a cond: cond selects between branches of up
-# to 2**16 elements (see control_flow), which would compute both.  It exists only in the
-# IR that ``rules.via`` traces from sin, cos and tan at lowering time, and is not
-# registered (it has no eager, derivative or batching rule, and needs none).
+# The branch is emitted by the lowering rule itself, not by a cond: cond selects between
+# branches of up to 2**16 elements (see control_flow), which would compute both.
 
 
-def _trig_abstract_eval(x, *, kind):
-    return x
+def trig_rule(kind):
+    """The float64 lowering rule of ``kind`` (``"sin"``, ``"cos"`` or ``"tan"``): within
+    1 ulp (tan 3) for every argument.  A ``stablehlo.if`` (any finite |x| >= _FAST_LIMIT)
+    runs the table path or the fast one, each returning through an optimization barrier as
+    control_flow's cond does (IREE 3.13 mis-schedules the buffers of branches without one).
 
+    >>> sin_p.lower = rules_for_dtype(sin_p.lower, {dtypes.float64: trig_rule("sin")})
+    """
 
-def _lower_trig(ctx, args, in_avals, out_avals, *, kind):
-    """``stablehlo.if`` (any finite |x| >= _FAST_LIMIT) between the table and the fast
-    path, each returning through an optimization barrier as control_flow's cond does (IREE
-    3.13 mis-schedules the buffers of branches without one)."""
-    from funcgrad.transforms.tracing import trace_to_ir
+    def rule(ctx, args, in_avals, out_avals):
+        from funcgrad.transforms.tracing import trace_to_ir
 
-    (x,), (aval,) = args, [a.strip_weak() for a in in_avals]
-    result_aval = out_avals[0].strip_weak()
+        (x,), (aval,) = args, [a.strip_weak() for a in in_avals]
+        result_aval = out_avals[0].strip_weak()
 
-    def needs_table(v):
-        # the largest finite |x| (a float max reduces twice as fast as a boolean or)
-        a = ew.abs(v)
-        largest = reduce_max(_where(ew.is_finite(a), a, 0.0), range(a.ndim))
-        return [ew.ge(largest, full_like(largest, _FAST_LIMIT))]
+        def needs_table(v):
+            # the largest finite |x| (a float max reduces twice as fast as a boolean or)
+            a = ew.abs(v)
+            largest = reduce_max(_where(ew.is_finite(a), a, 0.0), range(a.ndim))
+            return [ew.ge(largest, full_like(largest, _FAST_LIMIT))]
 
-    def emit(function):
-        return ctx.lower_ir(trace_to_ir(function, [aval], name="lowering"), [x])
+        def emit(function):
+            return ctx.lower_ir(trace_to_ir(function, [aval], name="lowering"), [x])
 
-    if aval.size <= _SELECT_TRIG_WORK:
-        # IREE 3.13 mis-runs a stablehlo.if of small values in a loop (a fori_loop taking
-        # sin of x[i] ran one iteration of five, or never returned), as control_flow's
-        # small conds: both paths, selected per element (the 7-16x of both paths is paid
-        # on small arrays only; a 100,000-element one in a loop ran right with the if)
-        exact = emit(lambda v: [_exact_trig(kind)(v)])
-        fast = emit(lambda v: [_fast_trig(kind)(v)])
-        (large,) = emit(lambda v: [ew.ge(ew.abs(v), full_like(v, _FAST_LIMIT))])
-        return [ctx.op1("stablehlo.select", [large, exact[0], fast[0]], result_aval)]
-    (pred,) = emit(needs_table)
-    op = ctx.op("stablehlo.if", [pred], [result_aval], regions=2)
-    for region, function in zip(op.regions, (_exact_trig(kind), _fast_trig(kind)),
-                                strict=True):
-        with ctx.ir.InsertionPoint(region.blocks.append()):
-            outs = ctx.op("stablehlo.optimization_barrier", emit(lambda v, f=function: [f(v)]),
-                          [result_aval])
-            ctx.op("stablehlo.return", outs, [])
-    return list(op.results)
+        if aval.size <= _SELECT_TRIG_WORK:
+            # IREE 3.13 mis-runs a stablehlo.if of small values in a loop (a fori_loop
+            # taking sin of x[i] ran one iteration of five, or never returned), as
+            # control_flow's small conds: both paths, selected per element (the 7-16x of
+            # both paths is paid on small arrays only; a 100,000-element one in a loop ran
+            # right with the if)
+            exact = emit(lambda v: [_exact_trig(kind)(v)])
+            fast = emit(lambda v: [_fast_trig(kind)(v)])
+            (large,) = emit(lambda v: [ew.ge(ew.abs(v), full_like(v, _FAST_LIMIT))])
+            return [ctx.op1("stablehlo.select", [large, exact[0], fast[0]], result_aval)]
+        (pred,) = emit(needs_table)
+        op = ctx.op("stablehlo.if", [pred], [result_aval], regions=2)
+        for region, function in zip(op.regions, (_exact_trig(kind), _fast_trig(kind)),
+                                    strict=True):
+            with ctx.ir.InsertionPoint(region.blocks.append()):
+                outs = ctx.op("stablehlo.optimization_barrier",
+                              emit(lambda v, f=function: [f(v)]), [result_aval])
+                ctx.op("stablehlo.return", outs, [])
+        return list(op.results)
+
+    rule.__name__ = f"lower_float64_{kind}"
+    return rule
 
 
 # arrays up to this size take both paths and a select (as control_flow's small conds)
 _SELECT_TRIG_WORK = 1 << 16
 
 
-_trig_p = Primitive("float64_trig_branch")
-del primitive_registry[_trig_p.name]  # lowering-internal: see above
-_trig_p.abstract_eval = _trig_abstract_eval
-_trig_p.lower = _lower_trig
+def reduced_tan(x):
+    """Tangent of float64 ``x`` by the Cody-Waite reduction alone: within 3 ulp for
+    |x| < 2**27 pi/2.  For ONNX export, which has no bitcast for the table path.
 
-
-def _export_trig(ctx, args, in_avals, out_avals, *, kind):
-    """ONNX export (of float64 tan): the fast path alone, accurate below _FAST_LIMIT only
-    (the table path reads the exponent's bits, and ONNX has no bitcast)."""
-    from funcgrad.transforms.tracing import trace_to_ir
-
-    program = trace_to_ir(lambda v: [_fast_trig(kind)(v)], [in_avals[0].strip_weak()],
-                          name="to_onnx")
-    return ctx.emit_ir(program, args)
-
-
-_trig_p.onnx = _export_trig
-
-
-def sin(x):
-    """Sine; float64 within 1 ulp for every argument.
-
-    >>> sin(fg.tensor([0.5]))
+    >>> reduced_tan(fg.tensor([0.5]))
     """
-    return _trig_p.bind(x, kind="sin")
-
-
-def cos(x):
-    """Cosine; float64 within 1 ulp for every argument.
-
-    >>> cos(fg.tensor([0.5]))
-    """
-    return _trig_p.bind(x, kind="cos")
-
-
-def tan(x):
-    """Tangent as sine over cosine of the reduced argument (within 3 ulp).
-
-    >>> tan(fg.tensor([0.5]))
-    """
-    return _trig_p.bind(x, kind="tan")
+    return _fast_trig("tan")(x)
 
 
 # --- float32 and narrower arguments: an exact reduction for every finite value ----------------

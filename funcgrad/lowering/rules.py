@@ -260,10 +260,8 @@ def isolate_reads(ctx, block, updated) -> None:
                 updated_argument(ctx, operation.operands[0], block) not in updated:
             continue
         read = operation.results[0]
-        with ctx.ir.InsertionPoint.after(operation):
-            barrier = ctx.ir.Operation.create("stablehlo.optimization_barrier",
-                                              results=[read.type], operands=[read])
-        read.replace_all_uses_except(barrier.results[0], barrier)
+        isolated = _behind_barrier(ctx, read, ctx.ir.InsertionPoint.after(operation))
+        read.replace_all_uses_except(isolated, isolated.owner.operation)
 
 
 def isolate_constant_updates(ctx, block, updated) -> None:
@@ -277,11 +275,16 @@ def isolate_constant_updates(ctx, block, updated) -> None:
                 updated_argument(ctx, operation.operands[0], block) not in updated or \
                 not _from_constant(operation.operands[1]):
             continue
-        update = operation.operands[1]
-        with ctx.ir.InsertionPoint(operation):
-            barrier = ctx.ir.Operation.create("stablehlo.optimization_barrier",
-                                              results=[update.type], operands=[update])
-        operation.operands[1] = barrier.results[0]
+        operation.operands[1] = _behind_barrier(ctx, operation.operands[1],
+                                                ctx.ir.InsertionPoint(operation))
+
+
+def _behind_barrier(ctx, value, where):
+    """``value`` through a one-value optimization barrier created at insertion point
+    ``where`` (fusion_barrier needs avals; these values come with MLIR types only)."""
+    with where:
+        return ctx.ir.Operation.create("stablehlo.optimization_barrier", results=[value.type],
+                                       operands=[value]).results[0]
 
 
 def _from_constant(value, depth: int = 4) -> bool:

@@ -849,11 +849,14 @@ def _declare_math_fallbacks():
 
     f64 = dtypes.float64
     float64_only = {
-        sin_p: math64.sin, cos_p: math64.cos, tan_p: math64.tan, tanh_p: math64.tanh,
-        asin_p: math64.asin, acos_p: math64.acos, atan_p: math64.atan,
-        atan2_p: math64.atan2, expm1_p: math64.expm1, log1p_p: math64.log1p,
-        sinh_p: math64.sinh, cosh_p: math64.cosh, asinh_p: math64.asinh,
-        acosh_p: math64.acosh, atanh_p: math64.atanh, rem_p: math64.fmod,
+        sin_p: math64.trig_rule("sin"), cos_p: math64.trig_rule("cos"),
+        tan_p: math64.trig_rule("tan"),
+        **{prim: rules.via(function) for prim, function in {
+            tanh_p: math64.tanh, asin_p: math64.asin, acos_p: math64.acos,
+            atan_p: math64.atan, atan2_p: math64.atan2, expm1_p: math64.expm1,
+            log1p_p: math64.log1p, sinh_p: math64.sinh, cosh_p: math64.cosh,
+            asinh_p: math64.asinh, acosh_p: math64.acosh, atanh_p: math64.atanh,
+            rem_p: math64.fmod}.items()},
     }
     # computed in float64 and rounded: the native float32 expansions are wrong for huge
     # arguments (sin/cos/tan give inf), at zeros and infinities (atan2 gives NaN) and up
@@ -863,8 +866,8 @@ def _declare_math_fallbacks():
                   tan_p: math64.narrow_tan, atan2_p: math64.in_float64(math64.atan2),
                   atan_p: math64.narrow_atan, asin_p: math64.narrow_asin,
                   acos_p: math64.narrow_acos, acosh_p: math64.narrow_acosh}
-    for prim, function in float64_only.items():
-        fallback = {f64: rules.via(function)}
+    for prim, float64_rule in float64_only.items():
+        fallback = {f64: float64_rule}
         if prim in all_floats:
             narrow = rules.via(all_floats[prim])
             fallback.update({dtypes.float32: narrow, dtypes.float16: narrow,
