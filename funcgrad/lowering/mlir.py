@@ -9,8 +9,6 @@ ever created unregistered (which would crash the compiler, see docs/design.md).
 
 from __future__ import annotations
 
-import hashlib
-
 import numpy as np
 
 from funcgrad.core import dtypes
@@ -21,10 +19,6 @@ _ELEMENT_DTYPES = (dtypes.bool_, dtypes.int8, dtypes.int16, dtypes.int32, dtypes
                    dtypes.uint8, dtypes.uint16, dtypes.uint32, dtypes.uint64, dtypes.float16,
                    dtypes.bfloat16, dtypes.float32, dtypes.float64, dtypes.complex64,
                    dtypes.complex128)
-
-
-# constants of at least this many bytes are emitted once per function (see constant())
-_SHARED_CONSTANT_BYTES = 4096
 
 
 class LoweringError(RuntimeError):
@@ -53,7 +47,6 @@ class LoweringContext:
         with mlir_context, ir.Location.unknown():
             self.module = ir.Module.create()
         self._func_count = 0
-        self._shared_constants = {}  # see constant()
         # the imports of host calls made so far (funcgrad.lowering.host_calls.spec)
         self.host_calls = []
 
@@ -167,31 +160,7 @@ class LoweringContext:
                                             type=tensor_type)
         else:
             attr = ir.DenseElementsAttr.get(np.ascontiguousarray(array), type=tensor_type)
-        scope = self._function_scope() if array.nbytes >= _SHARED_CONSTANT_BYTES else None
-        if scope is None:
-            return self.op1("stablehlo.constant", [], aval, {"value": attr})
-        # one operation per function for a large constant (the 57 KB table of every
-        # float64 sin, cos and tan): emitted once at the top, where every region sees it
-        block, function = scope
-        key = (function, array.dtype.str, array.shape, hashlib.sha1(array.tobytes()).digest())
-        if key not in self._shared_constants:
-            with ir.InsertionPoint.at_block_begin(block):
-                self._shared_constants[key] = self.op1("stablehlo.constant", [], aval,
-                                                       {"value": attr})
-        return self._shared_constants[key]
-
-    def _function_scope(self):
-        """(entry block, name) of the function the insertion point is in, when it is there
-        or in StableHLO regions nested in it (which see the entry block's values); None
-        inside other regions (a ``flow.dispatch.region`` of a fused scan)."""
-        block = self.ir.InsertionPoint.current.block
-        while True:
-            owner = block.owner.operation
-            if owner.name == "func.func":
-                return block, owner.attributes["sym_name"].value
-            if not owner.name.startswith("stablehlo."):
-                return None
-            block = owner.block
+        return self.op1("stablehlo.constant", [], aval, {"value": attr})
 
     def full(self, value, aval: ShapedArray):
         """A constant of ``aval``'s shape filled with ``value`` (a splat broadcast)."""

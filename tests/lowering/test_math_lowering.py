@@ -512,19 +512,3 @@ def test_float64_sin_of_a_carry_read_in_a_fori_loop(n):
 
     np.testing.assert_allclose(fg.jit(fun)(x).numpy(), fun(x).numpy(), rtol=1e-13, atol=1e-13)
 
-
-def test_the_float64_trig_table_is_emitted_once_per_function():
-    """The 57 KB reduction table of every float64 sin, cos and tan is one constant at the
-    top of the function, also when read inside a loop; the results stay exact."""
-    x = fg.tensor(np.array([0.5, 1e15, -3.0, 2e300, 7.0]))
-
-    def fun(x):
-        inner = fg.fori_loop(0, 2, lambda i, c: ew.sin(c) + ew.cos(x), x)
-        return ew.sin(x) + ew.tan(x) * inner
-
-    text = fg.jit(fun).lower(x).as_text()
-    tables = [line for line in text.splitlines()
-              if "stablehlo.constant" in line and line.endswith(": tensor<1025x7xf64>")]
-    assert len(tables) == 1
-    assert text.index(tables[0]) < text.index("stablehlo.while")
-    np.testing.assert_allclose(fg.jit(fun)(x).numpy(), fun(x).numpy(), rtol=1e-14)
