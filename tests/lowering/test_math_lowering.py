@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import funcgrad as fg
+import funcgrad.numpy as fnp
 from funcgrad.core import dtypes
 from funcgrad.core.abstract import ShapedArray
 from funcgrad.core.prims import elementwise as ew
@@ -496,6 +497,34 @@ def test_narrow_pow_is_rounded_from_float64(dtype):
     assert same.all(), (x[~same][:4], y[~same][:4], got[~same][:4], want[~same][:4])
 
 
+def test_float64_pow_is_within_an_ulp():
+    """IREE's float64 power (exp(y log x)) was up to 100 ulp off; math64.pow_magnitude
+    takes ln x and y ln x as double-doubles.  Signs and special values as NumPy."""
+    rng = np.random.default_rng(8)
+    ranges = [(0.1, 50, -180, 180), (1e-300, 1e300, -1, 1), (0.5, 2, -1000, 1000),
+              (0.99, 1.01, -60_000, 60_000)]
+    x = np.concatenate([np.exp(rng.uniform(np.log(a), np.log(b), 20_000))
+                        for a, b, _, _ in ranges])
+    y = np.concatenate([rng.uniform(c, d, 20_000) for _, _, c, d in ranges])
+    x[::7] *= -1
+    y[::7] = np.round(y[::7])  # negative bases with integer exponents
+    got = np.asarray(fg.jit(lambda u, v: u ** v)(fg.tensor(x), fg.tensor(y)))
+    with np.errstate(all="ignore"):
+        want = np.power(x, y)
+    normal = np.isfinite(want) & (np.abs(want) > 1e-300) & (np.abs(want) < 1e300)
+    _assert_within_ulps(got[normal], want[normal], 1, "pow")
+    special = np.array([0, -0.0, 1, -1, np.inf, -np.inf, np.nan, 2, -2, 0.5, -8])
+    a, b = (v.ravel() for v in np.meshgrid(special, special))
+    got = np.asarray(fg.jit(lambda u, v: u ** v)(fg.tensor(a), fg.tensor(b)))
+    with np.errstate(all="ignore"):
+        want = np.power(a, b)
+        close = np.isfinite(want) & (want != 0) & (
+            np.abs(got - want) <= np.spacing(np.abs(want)))  # 2 ** 0.5: an ulp
+    same = ((got == want) & (np.signbit(got) == np.signbit(want))) | close | (
+        np.isnan(got) & np.isnan(want))
+    assert same.all(), (a[~same], b[~same], got[~same], want[~same])
+
+
 @pytest.mark.parametrize("n", [5, 100_000])
 def test_float64_sin_of_a_carry_read_in_a_fori_loop(n):
     """A stablehlo.if of a scalar sin in a loop: IREE 3.13 ran one iteration of five (or
@@ -512,3 +541,27 @@ def test_float64_sin_of_a_carry_read_in_a_fori_loop(n):
 
     np.testing.assert_allclose(fg.jit(fun)(x).numpy(), fun(x).numpy(), rtol=1e-13, atol=1e-13)
 
+
+
+def test_float64_fmod_is_exact_for_every_ratio():
+    """fmod reduces by y 2**(52 j) level by level, as many levels as the array's largest
+    |x / y| needs; a tiny y is scaled up first (the product's low parts were subnormal,
+    flushed to zero: results up to 1e6 times y).  Subnormal results flush to zero."""
+    rng = np.random.default_rng(1)
+    x = np.exp(rng.uniform(-690, 690, 20_000)) * rng.choice([-1, 1], 20_000)
+    y = np.exp(rng.uniform(-690, 690, 20_000)) * rng.choice([-1, 1], 20_000)
+    x[:6], y[:6] = [5.5, -5.5, -0.0, np.inf, 1.0, np.nan], [2.0, 2.0, 3.0, 2.0, 0.0, 1.0]
+    got = np.asarray(fg.jit(lambda a, b: ew.rem(a, b))(fg.tensor(x), fg.tensor(y)))
+    with np.errstate(invalid="ignore"):
+        want = np.fmod(x, y)
+    flushed = (np.abs(want) < np.finfo(np.float64).tiny) & (got == 0)
+    same = ((got == want) & (np.signbit(got) == np.signbit(want))) | flushed | (
+        np.isnan(got) & np.isnan(want))
+    assert same.all(), (x[~same][:4], y[~same][:4], got[~same][:4], want[~same][:4])
+    # in a loop body (the levels are a loop themselves)
+    v = np.linspace(-10, 10, 7)
+    fun = lambda a: fg.fori_loop(0, 5, lambda i, c: fnp.fmod(c * 3.7, 1.3), a)  # noqa: E731
+    want = v.copy()
+    for _ in range(5):
+        want = np.fmod(want * 3.7, 1.3)
+    np.testing.assert_array_equal(fg.jit(fun)(fg.tensor(v)).numpy(), want)

@@ -797,16 +797,19 @@ def _lower_pow(ctx, args, in_avals, out_avals):
         return rules.compare(ctx, a, b, of, direction)
 
     # IREE's power is exp(y * log(x)) in the operands' precision: 100 ulp off for large
-    # results (10.0 ** 9 in float32 3e-6 relative off); float32 is computed in float64
-    # (1e-14 relative) and rounded.  (A double-double float64 pow was within an ulp, but
-    # its compiled results varied from run to run under load: not kept, see the issue.)
-    wide = aval.update(dtype=dtypes.float64)
+    # results (10.0 ** 9 in float32 3e-6 relative off).  float64 takes ln x and y ln x as
+    # double-doubles (math64.pow_magnitude, within an ulp); float32 is IREE's float64
+    # power (1e-14 relative) rounded
     operands = [op("stablehlo.abs", x), y]
-    if aval.dtype != dtypes.float64:
-        operands = [op("stablehlo.convert", v, result=wide) for v in operands]
-    magnitude = op("stablehlo.power", *operands, result=wide)
-    if aval.dtype != dtypes.float64:
-        magnitude = op("stablehlo.convert", magnitude)
+    if aval.dtype == dtypes.float64:
+        from funcgrad.lowering import math64
+
+        (magnitude,) = rules.via(math64.pow_magnitude)(ctx, operands, [aval, aval], [aval])
+    else:
+        wide = aval.update(dtype=dtypes.float64)
+        magnitude = op("stablehlo.convert", op(
+            "stablehlo.power", *[op("stablehlo.convert", v, result=wide) for v in operands],
+            result=wide))
     # the sign bit, so (-0.0) ** 3 is -0.0
     bits = ShapedArray(aval.shape, np.dtype(f"int{aval.dtype.itemsize * 8}"))
     negative = cmp(op("stablehlo.bitcast_convert", x, result=bits), ctx.full(0, bits), "LT",
