@@ -119,12 +119,41 @@ def _largest_step(program: IR, dots_only: bool = False) -> int:
 def _cpu_plan(program: IR) -> tuple[str, str]:
     """The compiler session and run-time driver for ``program`` on the CPU: data tiling
     only with a matmul big enough to repay packing its operands, all cores only with an
-    operation big enough to repay waking them."""
-    tiled = _largest_step(program, dots_only=True) >= _data_tiling_work()
+    operation big enough to repay waking them, aggressive fusion for float64 math."""
     heavy = _largest_step(program) > _PARALLEL_WORK
+    if _fuses_aggressively(program):
+        return ("cpu-fused-task", "local-task") if heavy else ("cpu-fused", "local-sync")
     if not heavy:
         return "cpu-plain", "local-sync"
+    tiled = _largest_step(program, dots_only=True) >= _data_tiling_work()
     return ("cpu" if tiled else "cpu-plain-task"), "local-task"
+
+
+# the functions math64 expands in float64 and complex (fmod besides the transcendental ones)
+_EXPANDED_MATH = frozenset(_ELEMENT_COST) | {"rem"}
+
+
+def _fuses_aggressively(program: IR) -> bool:
+    """Whether ``program`` computes float64 or complex transcendental functions (deep
+    graphs of elementwise operations when compiled, funcgrad.lowering.math64) and has no
+    matmul (which lost 5-15% to aggressive fusion: compiler.FUSION_FLAG)."""
+    found = False
+    for eqn in _equations(program):
+        if eqn.prim.name == "dot_general":
+            return False
+        found = found or (eqn.prim.name in _EXPANDED_MATH and any(
+            v.aval.dtype.itemsize >= 8 and v.aval.dtype.kind in "fc" for v in eqn.outputs))
+    return found
+
+
+def _equations(program: IR):
+    """The equations of ``program`` and of the programs nested in their parameters."""
+    for eqn in program.equations:
+        yield eqn
+        for value in eqn.params.values():
+            for sub in value if isinstance(value, tuple) else (value,):
+                if isinstance(sub, IR):
+                    yield from _equations(sub)
 
 
 def _cpu_build(program: IR):
