@@ -149,6 +149,26 @@ def test_transcendental_functions_count_as_heavier_work_for_the_threads():
     assert plan(lambda v: fnp.sin(v[:1000])) == "local-sync"  # small: not worth waking them
 
 
+def test_float64_math_without_matmuls_compiles_with_aggressive_fusion():
+    """math64's float64 expansions are deep elementwise graphs that IREE splits into
+    dispatches recomputing shared values unless fusing aggressively (pow 118 -> 35 ms per
+    1M); float32 math and programs with a matmul (the MLP step lost 5-15%) keep the default."""
+    from funcgrad.transforms.jit import _cpu_plan
+
+    def session(f, *args):
+        return _cpu_plan(fg.jit(f)._entry(args, {})[0].program)[0]
+
+    x64, x32 = fg.ones(1 << 20, dtype=fg.float64), fg.ones(1 << 20)
+    assert session(lambda a, b: a ** b, x64, x64) == "cpu-fused-task"
+    assert session(lambda v: fnp.sin(v[:8]), x64) == "cpu-fused"  # small: one thread
+    assert session(fnp.sin, x32) == "cpu-plain-task"
+    m = fg.ones((64, 64), dtype=fg.float64)
+    assert session(lambda a: fnp.tanh(a @ a), m) == "cpu-plain"
+    # a loop body counts
+    assert session(lambda v: fg.fori_loop(0, 2, lambda i, c: fnp.fmod(c, 1.5), v), x64) \
+        == "cpu-fused"
+
+
 def test_an_unaligned_host_array_is_copied_once_not_on_every_call(monkeypatch):
     """fnp.asarray wraps a NumPy array without copying it; one not 64-byte aligned cannot
     be handed to the run-time in place, so the Tensor keeps an aligned copy."""
