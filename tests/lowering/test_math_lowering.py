@@ -545,11 +545,13 @@ def test_float64_sin_of_a_carry_read_in_a_fori_loop(n):
 
 def test_float64_fmod_is_exact_for_every_ratio():
     """fmod reduces by y 2**(52 j) level by level, as many levels as the array's largest
-    |x / y| needs; a tiny y is scaled up first (the product's low parts were subnormal,
-    flushed to zero: results up to 1e6 times y).  Subnormal results flush to zero."""
+    |x / y| needs; a tiny divisor is scaled up first (the product's low parts were
+    subnormal, flushed to zero: results up to 1e6 times y), a huge one down (its split
+    overflowed: NaN for x near the float64 maximum).  Subnormal results flush to zero."""
     rng = np.random.default_rng(1)
-    x = np.exp(rng.uniform(-690, 690, 20_000)) * rng.choice([-1, 1], 20_000)
-    y = np.exp(rng.uniform(-690, 690, 20_000)) * rng.choice([-1, 1], 20_000)
+    x = np.exp(rng.uniform(-690, 709, 20_000)) * rng.choice([-1, 1], 20_000)
+    y = np.exp(rng.uniform(-690, 709, 20_000)) * rng.choice([-1, 1], 20_000)
+    x[-5_000:] = rng.uniform(1.0, 1.79, 5_000) * 1e308
     x[:6], y[:6] = [5.5, -5.5, -0.0, np.inf, 1.0, np.nan], [2.0, 2.0, 3.0, 2.0, 0.0, 1.0]
     got = np.asarray(fg.jit(lambda a, b: ew.rem(a, b))(fg.tensor(x), fg.tensor(y)))
     with np.errstate(invalid="ignore"):
