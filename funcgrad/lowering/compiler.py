@@ -318,7 +318,8 @@ def _compile(module, holder: _SessionHolder, name: str, retry: bool = True) -> b
                                    "and was stopped") from None
             if result.returncode == 0:
                 if flags is safe or flags is plain:
-                    logger.info("compiled %s without data tiling and microkernels", name)
+                    logger.info("compiled %s without data tiling, microkernels and "
+                                "aggressive fusion", name)
                 with open(target, "rb") as f:
                     return f.read()
             failure = result.stderr
@@ -337,7 +338,11 @@ def _compile(module, holder: _SessionHolder, name: str, retry: bool = True) -> b
 
 
 _COMPILE_TIMEOUT_S = 900
-_OPTIONAL_FLAGS = ("--iree-opt-data-tiling=true", "--iree-llvmcpu-enable-ukernels=all")
+# optimizations IREE 3.13 fails on for some programs, dropped after a diagnostic: data
+# tiling and microkernels; aggressive fusion ("operand #3 does not dominate this use" in
+# FormDispatchRegions, for the jvp of a scan of a custom_jvp'd float64 sin)
+_OPTIONAL_FLAGS = ("--iree-opt-data-tiling=true", "--iree-llvmcpu-enable-ukernels=all",
+                   FUSION_FLAG)
 
 
 def _compiler_tool() -> str:

@@ -299,8 +299,32 @@ class LoweringContext:
                 args = list(block.arguments)[:len(arg_avals)]
                 outs = self.lower_ir(program, args[n_const:],
                                      consts=None if inline_consts else args[:n_const])
-                func.ReturnOp(outs)
+                func.ReturnOp(self._owning_results(outs))
         return fn
+
+
+    def _owning_results(self, values):
+        """``values`` to return, a slice of an argument (through reshapes and broadcasts,
+        no arithmetic) replaced by a copy: IREE 3.13 folds such a result, a slice down to a
+        scalar then expanded (x[4] as a 1 x 1 residual of grad), into an invalid
+        rank-increasing tensor.extract_slice ("expected rank to be smaller or equal")."""
+        from funcgrad.lowering import rules
+
+        return [rules.fresh_copy(self, v, self.aval_of(v), tag=k)
+                if self._slices_an_argument(v) else v for k, v in enumerate(values)]
+
+    def _slices_an_argument(self, value, depth: int = 16) -> bool:
+        sliced = False
+        for _ in range(depth):
+            value = value.maybe_downcast()
+            if isinstance(value, self.ir.BlockArgument):
+                return sliced
+            name = value.owner.name
+            if name not in ("stablehlo.slice", "stablehlo.reshape", "stablehlo.broadcast_in_dim"):
+                return False
+            sliced = sliced or name == "stablehlo.slice"
+            value = value.owner.operands[0]
+        return False
 
 
 # shape-only primitives folded besides the elementwise ones, and the reductions whose

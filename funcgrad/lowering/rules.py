@@ -182,20 +182,26 @@ def _passed_through(result):
     return op.operands[result.result_number if len(op.operands) == len(op.results) else 0]
 
 
-def _in_place_operands(operations):
+def _in_place_operands(operations, scatter_pads: bool = False):
     """(operation, operand number) of every operand that may be updated in place: a
     dynamic_update_slice's target, a nested loop's carries (also in nested regions, not
-    inside nested loops)."""
+    inside nested loops); with ``scatter_pads``, the input of the pad a scatter writes
+    into (a pad of a loop-invariant value is hoisted out of the loop by IREE 3.13, and the
+    scatter then updates that one buffer in every iteration)."""
     for operation in operations:
         name = operation.name
         targets = range(len(operation.operands)) if name == "stablehlo.while" else \
             [0] if name == "stablehlo.dynamic_update_slice" else []
         for j in targets:
             yield operation, j
+        if scatter_pads and name == "stablehlo.scatter":
+            pad = getattr(operation.operands[0].maybe_downcast().owner, "operation", None)
+            if pad is not None and pad.name == "stablehlo.pad":
+                yield pad, 0
         if name != "stablehlo.while":
             for region in operation.regions:
                 for inner in region.blocks:
-                    yield from _in_place_operands(inner.operations)
+                    yield from _in_place_operands(inner.operations, scatter_pads)
 
 
 def updated_in_place(ctx, block) -> set:
@@ -218,14 +224,18 @@ def argument_behind(ctx, value, block, depth: int = 32):
     return None
 
 
-def copy_before_updates(ctx, block, positions) -> None:
-    """Make every in-place update (a dynamic_update_slice, a nested loop's carry) of the
-    loop body ``block``'s arguments at ``positions`` (carries handed on unchanged) work on
-    a copy: otherwise IREE 3.13 writes into the carried buffer and the update outlives the
-    iteration (``while_loop`` adding ``x.at[i].set(v)`` each step piled the updates up)."""
-    for operation, j in list(_in_place_operands(block.operations)):
+def copy_before_updates(ctx, block, positions, invariant=lambda value: False) -> None:
+    """Make every in-place update (a dynamic_update_slice, a nested loop's carry, a
+    scatter) of the loop body ``block``'s arguments at ``positions`` (carries handed on
+    unchanged) work on a copy: otherwise IREE 3.13 writes into the carried buffer and the
+    update outlives the iteration (``while_loop`` adding ``x.at[i].set(v)`` each step piled
+    the updates up; so did ``x.at[i].mul(v)`` of a closed-over ``x``, whose padded copy
+    IREE hoisted out of the loop: the input of a scatter's pad is copied when it is
+    ``invariant(value)``, the same in every iteration)."""
+    for operation, j in list(_in_place_operands(block.operations, scatter_pads=True)):
         value = operation.operands[j]
-        if argument_behind(ctx, value, block) in positions:
+        if argument_behind(ctx, value, block) in positions or (
+                operation.name == "stablehlo.pad" and invariant(value)):
             with ctx.ir.InsertionPoint(operation):
                 operation.operands[j] = fresh_copy(ctx, value, ctx.aval_of(value), tag=j)
 

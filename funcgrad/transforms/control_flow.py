@@ -1190,7 +1190,17 @@ def _while_loop_op(ctx, init, init_avals, cond_fn, body_fn):
         ctx.op("stablehlo.return", outs, [])
     handed_on = {k for k, value in enumerate(outs)
                  if rules.argument_behind(ctx, value, body_block) == k}
-    rules.copy_before_updates(ctx, body_block, handed_on)
+    invariant = _loop_invariant(ctx, body_block, outs)
+
+    def unchanging(value):  # the same in every iteration (also: defined outside the loop)
+        value = value.maybe_downcast()
+        if value in invariant:
+            return True
+        if isinstance(value, ctx.ir.BlockArgument):  # of the body: handed-on ones are above
+            return value.owner != body_block and not _inside(value.owner.owner, body_block)
+        return not _inside(value.owner, body_block)
+
+    rules.copy_before_updates(ctx, body_block, handed_on, unchanging)
 
     # A carry updated in place starts from a copy of its own when its initial value
     # - is a function argument's buffer, which IREE would update in the caller's memory
