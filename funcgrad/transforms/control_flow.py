@@ -1177,7 +1177,10 @@ def _while_loop_op(ctx, init, init_avals, cond_fn, body_fn):
     body_block = ctx.block(op.regions[1], init_avals)
     with ctx.ir.InsertionPoint(body_block):
         outs = body_fn(list(body_block.arguments))
+        selected = set()  # carries whose yield is selected over their argument (_varying)
         for k, invariant in _aliased_yields(ctx, outs, body_block):
+            if invariant:
+                selected.add(k)
             outs[k] = _varying(ctx, outs[k], body_block.arguments[k], init_avals[k]) \
                 if invariant else rules.fresh_copy(ctx, outs[k], init_avals[k], tag=k)
         # IREE 3.13 also miscompiles a body that ignores a carried value (the zoom line
@@ -1187,6 +1190,7 @@ def _while_loop_op(ctx, init, init_avals, cond_fn, body_fn):
             if not any(True for _ in argument.uses) and \
                     rules.argument_behind(ctx, outs[k], body_block) != k:
                 outs[k] = _varying(ctx, outs[k], argument, init_avals[k])
+                selected.add(k)
         ctx.op("stablehlo.return", outs, [])
     handed_on = {k for k, value in enumerate(outs)
                  if rules.argument_behind(ctx, value, body_block) == k}
@@ -1202,7 +1206,8 @@ def _while_loop_op(ctx, init, init_avals, cond_fn, body_fn):
 
     rules.copy_before_updates(ctx, body_block, handed_on, unchanging)
 
-    # A carry updated in place starts from a copy of its own when its initial value
+    # A carry updated in place, or whose yield is selected over its argument (_varying),
+    # starts from a copy of its own when its initial value
     # - is a function argument's buffer, which IREE would update in the caller's memory
     #   (rules.may_alias_argument);
     # - is (or IREE's CSE would make it) the initial value of another carry: IREE 3.13 then
@@ -1213,9 +1218,7 @@ def _while_loop_op(ctx, init, init_avals, cond_fn, body_fn):
     rules.isolate_constant_updates(ctx, body_block, updated)
     with ctx.ir.InsertionPoint(op):
         copies = 0
-        for k in range(len(init)):
-            if k in handed_on:
-                continue
+        for k in sorted(updated | selected):
             shared = any(rules.same_value(ctx, init[k], op.operands[j])
                          for j in range(len(init)) if j != k)
             if shared or (k in updated and rules.may_alias_argument(ctx, init[k])):

@@ -441,3 +441,23 @@ def test_the_interpreter_exits_cleanly_after_lowering_loops_three_ways(tmp_path)
     done = subprocess.run([sys.executable, "-X", "faulthandler", "-c", script], env=env,
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
+
+
+def test_grad_of_a_loop_resetting_a_carry_it_scatters_into():
+    # c2 is reset to the closed-over x each step and scattered into: copying the initial
+    # value of every carry sharing one (not only those updated in place or selected over
+    # their argument) gave a wrong gradient
+    x, w = fg.tensor(np.random.RandomState(6113).uniform(-1, 1, 5)), fg.tensor(_W)
+
+    def fun(x):
+        def body(i, c):
+            return (x, c[0].at[(i + 1) % 5].mul(x[4 - i]) + c[1][1])
+        a, b = fg.fori_loop(0, 3, body, (x, x))
+        return a + b
+
+    def loss(v):
+        return fnp.sum(fun(v) * w)
+    want = fg.grad(loss)(x).numpy()
+    np.testing.assert_allclose(fg.grad(lambda v: fnp.sum(fg.jit(fun)(v) * w))(x).numpy(), want,
+                               rtol=1e-12)
+    np.testing.assert_allclose(fg.jit(fg.grad(loss))(x).numpy(), want, rtol=1e-12)
