@@ -820,8 +820,7 @@ def _fmod_step_normal(r, b):
     hi, lo = _two_product(q, b)
     reduced = (r - hi) - lo  # r - hi is exact (Sterbenz); the result is representable
     reduced = _where(ew.lt(reduced, full_like(r, 0.0)), reduced + b, reduced)
-    reduced = _where(ew.ge(reduced, b), reduced - b, reduced)
-    return _where(ew.lt(r, b), r, reduced)
+    return _where(ew.ge(reduced, b), reduced - b, reduced)  # (r < b: _fmod_step keeps r)
 
 
 def fmod(x, y):
