@@ -268,6 +268,22 @@ def _mod_4(v):
     return v - 4.0 * ew.floor(v * 0.25)
 
 
+def _biased_exponent(a):
+    """The exponent field of float64 ``a >= 0`` as int64: 1 to 2046 for normal numbers,
+    0 for zero and subnormals, 2047 for inf and NaN."""
+    from funcgrad.core.prims.bitcast import bitcast_convert_type
+
+    bits = bitcast_convert_type(a, dtypes.int64)
+    return ew.shift_right_logical_p.bind(bits, full_like(bits, 52))
+
+
+def _from_biased_exponent(biased, dtype):
+    """2.0 ** (biased - 1023) for int64 ``biased`` in 1..2046, made from its bits (exact)."""
+    from funcgrad.core.prims.bitcast import bitcast_convert_type
+
+    return bitcast_convert_type(ew.shift_left_p.bind(biased, full_like(biased, 52)), dtype)
+
+
 def _round_to(v, weight: float):
     """v rounded to a multiple of ``weight`` (a power of two), for |v| < 2**52 * weight."""
     big = 1.5 * 2.0 ** 52 * weight
@@ -277,13 +293,11 @@ def _round_to(v, weight: float):
 def _reduce_wide(a):
     """(quadrant, hi, lo) with a = quadrant * pi/2 + hi + lo (mod 2 pi), |hi + lo| <= pi/4
     (a hair more), for every float64 ``a >= 0``; hi is NaN for inf and NaN."""
-    from funcgrad.core.prims.bitcast import bitcast_convert_type
     from funcgrad.numpy._indexing import take
 
-    bits = bitcast_convert_type(a, dtypes.int64)
-    e = ew.shift_right_logical_p.bind(bits, full_like(bits, 52)) - (1023 + 52)
+    e = _biased_exponent(a) - (1023 + 52)
     # e outside the table (a < pi/4, inf, NaN) gives garbage that the selects below drop
-    power = bitcast_convert_type(ew.shift_left_p.bind(1023 - e, full_like(e, 52)), a.dtype)
+    power = _from_biased_exponent(1023 - e, a.dtype)
     m = a * power  # the integer significand (exact: a power of two)
     rows = take(_TWO_OVER_PI_MOD_4_WIDE, e - _WIDE_MIN_E, axis=0, mode="clip")
     t = [rows[..., j] for j in range(_WIDE_CHUNKS)]
@@ -434,15 +448,13 @@ def _reduce_narrow(a):
     """(quadrant, hi, lo) with a = quadrant * pi/2 + hi + lo (mod 2 pi), |hi + lo| <= pi/4,
     for float64 ``a >= 0`` holding a float32 (or narrower) value; hi is NaN for inf and
     NaN (the table products are)."""
-    from funcgrad.core.prims.bitcast import bitcast_convert_type
     from funcgrad.numpy._indexing import take
 
-    bits = bitcast_convert_type(a, dtypes.int64)
-    exponent = ew.shift_right_logical_p.bind(bits, full_like(bits, 52)) - 1023
+    exponent = _biased_exponent(a) - 1023
     # e outside the table (a < pi/4, inf, NaN) gives garbage that the selects below drop
     # (clamping it instead cost 15% of the time: AVX2 has no 64-bit integer min/max)
     e = exponent - 23
-    power = bitcast_convert_type(ew.shift_left_p.bind(1023 - e, full_like(e, 52)), a.dtype)
+    power = _from_biased_exponent(1023 - e, a.dtype)
     m = a * power  # the integer significand (exact: a power of two)
     row = e - _NARROW_MIN_E
     rows = take(_TWO_OVER_PI_MOD_4, row, axis=0, mode="clip")  # one gather of 3 parts
@@ -739,12 +751,8 @@ _TWO_THIRDS = (2 / 3, float(Fraction(2, 3) - Fraction(2 / 3)))  # 2/3 as hi + lo
 
 def _log_double_double(a):
     """ln(a) as hi + lo to about 2**-100 relative, for finite normal ``a > 0``."""
-    from funcgrad.core.prims.bitcast import bitcast_convert_type
-
-    bits = bitcast_convert_type(a, dtypes.int64)
-    e = ew.shift_right_logical_p.bind(bits, full_like(bits, 52)) - 1023
-    power = bitcast_convert_type(ew.shift_left_p.bind(1023 - e, full_like(e, 52)), a.dtype)
-    m = a * power  # in [1, 2), exact
+    e = _biased_exponent(a) - 1023
+    m = a * _from_biased_exponent(1023 - e, a.dtype)  # in [1, 2), exact
     above = ew.gt(m, full_like(m, math.sqrt(2.0)))
     m = _where(above, m * 0.5, m)
     k = ew.convert_element_type(e, a.dtype) + _where(above, full_like(m, 1.0), 0.0)
@@ -853,24 +861,17 @@ def fmod(x, y):
 
 def _binary_exponent(a):
     """floor(log2 a) for finite a > 0 as int64 (-1074 for subnormals and zero)."""
-    from funcgrad.core.prims.bitcast import bitcast_convert_type
-
-    bits = bitcast_convert_type(a, dtypes.int64)
-    biased = ew.shift_right_logical_p.bind(bits, full_like(bits, 52))
+    biased = _biased_exponent(a)
     return _where(ew.eq(biased, full_like(biased, 0)), -1074, biased - 1023)
 
 
 def _times_power_of_two(b, k):
     """b * 2**k for a float64 array ``b`` and an integer scalar 0 <= k <= 2080, exact where
     finite: three factors 2**k_i, k_i <= 1000, made from their bits."""
-    from funcgrad.core.prims.bitcast import bitcast_convert_type
-
     k = ew.convert_element_type(k, dtypes.int64)
     for _ in range(3):
         part = ew.min(k, full_like(k, 1000))
-        factor = bitcast_convert_type(ew.shift_left_p.bind(part + 1023, full_like(part, 52)),
-                                      b.dtype)
-        b, k = b * factor, k - part
+        b, k = b * _from_biased_exponent(part + 1023, b.dtype), k - part
     return b
 
 
