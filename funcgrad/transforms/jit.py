@@ -96,24 +96,21 @@ def _largest_step(program: IR, dots_only: bool = False) -> int:
     transcendental function, or multiply-adds for dot_general), looking inside loop bodies
     and branches: threads only pay off when individual kernels are big, not when a loop
     runs many small ones.  ``dots_only``: the heaviest dot_general's multiply-adds (0
-    without one)."""
-    largest = 0
-    for eqn in program.equations:
-        is_dot = eqn.prim.name == "dot_general"
-        work = sum(v.aval.size for v in eqn.outputs) if is_dot or not dots_only else 0
-        work *= _ELEMENT_COST.get(eqn.prim.name, 1)
-        if is_dot:
-            (lc, _), _ = eqn.params["dimension_numbers"]
-            k = math.prod([eqn.inputs[0].aval.shape[a] for a in lc])
-            work *= max(k, 1)
-        for value in eqn.params.values():
-            subs = value if isinstance(value, tuple) else (value,)
-            for sub in subs:
-                if isinstance(sub, IR):
-                    inner = _largest_step(sub, dots_only)
-                    work = max(work, inner) if eqn.prim.name != "jit_call" else inner
-        largest = max(largest, work)
-    return largest
+    without one).  A nested jit's call is no step of its own: its body's steps count."""
+    return max((_step_work(eqn, dots_only) for eqn in _equations(program)
+                if eqn.prim.name != "jit_call"), default=0)
+
+
+def _step_work(eqn, dots_only: bool) -> int:
+    """The work of one equation, not counting the programs nested in it (_largest_step)."""
+    is_dot = eqn.prim.name == "dot_general"
+    if dots_only and not is_dot:
+        return 0
+    work = sum(v.aval.size for v in eqn.outputs) * _ELEMENT_COST.get(eqn.prim.name, 1)
+    if is_dot:
+        (lc, _), _ = eqn.params["dimension_numbers"]
+        work *= max(math.prod([eqn.inputs[0].aval.shape[a] for a in lc]), 1)
+    return work
 
 
 def _cpu_plan(program: IR) -> tuple[str, str]:
