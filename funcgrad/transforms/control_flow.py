@@ -1124,7 +1124,7 @@ def _varying(ctx, value, argument, aval):
 def _loop_invariant(ctx, body_block, outs) -> set:
     """The values of the loop body ``body_block`` (results of its operations, and the
     arguments of carries handed on unchanged) that are the same in every iteration; values
-    defined outside the loop are tested by ``not in body`` instead (see _inside)."""
+    defined outside the loop are tested by _outside instead."""
     from funcgrad.lowering import rules
 
     invariant = {arg for k, arg in enumerate(body_block.arguments)
@@ -1134,7 +1134,7 @@ def _loop_invariant(ctx, body_block, outs) -> set:
         v = value.maybe_downcast()
         if isinstance(v, ctx.ir.BlockArgument):
             return v in invariant
-        return value in invariant or not _inside(v.owner, body_block)
+        return value in invariant or _outside(ctx, v, body_block)
 
     for operation in body_block.operations:
         if operation.name == "stablehlo.optimization_barrier":  # position by position
@@ -1145,6 +1145,15 @@ def _loop_invariant(ctx, body_block, outs) -> set:
     return invariant | {value for value in outs
                         if not isinstance(value.maybe_downcast(), ctx.ir.BlockArgument)
                         and not _inside(value.owner, body_block)}
+
+
+def _outside(ctx, value, block) -> bool:
+    """Whether ``value`` is defined outside ``block`` and the regions nested there (an
+    operation's result, or an argument of another block)."""
+    value = value.maybe_downcast()
+    if isinstance(value, ctx.ir.BlockArgument):
+        return value.owner != block and not _inside(value.owner.owner, block)
+    return not _inside(value.owner, block)
 
 
 def _inside(operation, block) -> bool:
@@ -1196,15 +1205,9 @@ def _while_loop_op(ctx, init, init_avals, cond_fn, body_fn):
                  if rules.argument_behind(ctx, value, body_block) == k}
     invariant = _loop_invariant(ctx, body_block, outs)
 
-    def unchanging(value):  # the same in every iteration (also: defined outside the loop)
-        value = value.maybe_downcast()
-        if value in invariant:
-            return True
-        if isinstance(value, ctx.ir.BlockArgument):  # of the body: handed-on ones are above
-            return value.owner != body_block and not _inside(value.owner.owner, body_block)
-        return not _inside(value.owner, body_block)
-
-    rules.copy_before_updates(ctx, body_block, handed_on, unchanging)
+    rules.copy_before_updates(  # before updates of values the same in every iteration
+        ctx, body_block, handed_on,
+        lambda value: value.maybe_downcast() in invariant or _outside(ctx, value, body_block))
 
     # A carry updated in place, or whose yield is selected over its argument (_varying),
     # starts from a copy of its own when its initial value
