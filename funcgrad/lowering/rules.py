@@ -310,11 +310,13 @@ def _from_constant(value, depth: int = 4) -> bool:
 
 
 def fresh_copy(ctx, value, aval: ShapedArray, tag: int = 0):
-    """``value`` in a buffer of its own, made by a dispatch (padded by ``1 + tag`` elements,
+    """``value`` in a buffer of its own, made by a dispatch (padded by ``2 + tag`` elements,
     then sliced back): IREE elides a plain copy of a function argument (issue 16168).
     Copies of one value with different ``tag``s are different operations, which IREE's
-    common-subexpression elimination keeps apart.  Complex values are rebuilt from their
-    parts instead (IREE 3.13 crashes padding them)."""
+    common-subexpression elimination keeps apart; so is a scatter's pad by one element
+    (indexing._padded_scatter): merged with it, a copy shared the buffer the scatter then
+    updated in place (grad of a one-step scan over carries (x, x, x) scattering into x).
+    Complex values are rebuilt from their parts instead (IREE 3.13 crashes padding them)."""
     if dtypes.is_complex(aval.dtype):
         part = aval.update(dtype=dtypes.real_dtype(aval.dtype))
         parts = [fresh_copy(ctx, ctx.op1(f"stablehlo.{name}", [value], part), part, tag)
@@ -323,11 +325,11 @@ def fresh_copy(ctx, value, aval: ShapedArray, tag: int = 0):
     shape = aval.shape or (1,)
     x = ctx.op1("stablehlo.reshape", [value], aval.update(shape=shape)) if not aval.shape \
         else value
-    padded_aval = aval.update(shape=(shape[0] + 1 + tag, *shape[1:]))
+    padded_aval = aval.update(shape=(shape[0] + 2 + tag, *shape[1:]))
     padded = ctx.op1("stablehlo.pad", [x, ctx.constant(np.zeros((), aval.dtype))],
                      padded_aval, {
                          "edge_padding_low": ctx.i64_array([0] * len(shape)),
-                         "edge_padding_high": ctx.i64_array([1 + tag] + [0] * (len(shape) - 1)),
+                         "edge_padding_high": ctx.i64_array([2 + tag] + [0] * (len(shape) - 1)),
                          "interior_padding": ctx.i64_array([0] * len(shape))})
     # the barrier keeps IREE from folding the slice of the pad back into the argument
     (padded,) = fusion_barrier(ctx, [padded], [padded_aval])

@@ -461,3 +461,25 @@ def test_grad_of_a_loop_resetting_a_carry_it_scatters_into():
     np.testing.assert_allclose(fg.grad(lambda v: fnp.sum(fg.jit(fun)(v) * w))(x).numpy(), want,
                                rtol=1e-12)
     np.testing.assert_allclose(fg.jit(fg.grad(loss))(x).numpy(), want, rtol=1e-12)
+
+
+def test_grad_of_a_one_step_scan_scattering_into_a_value_its_carries_start_from():
+    # the backward loop copies the cotangent W for one carry and pads it for a scatter in
+    # another; a copy was padded by one element like a scatter's operand, IREE merged the
+    # two pads (the one-step loop inlined) and the scatter updated the copy in place
+    x, w = fg.tensor(_X), fg.tensor(_W)
+
+    def fun(x):
+        def body(carry, _):
+            _, c3, c4 = carry
+            return (c3, c3, x.at[3].mul(1.5)), c4
+        (a, _, b), _ = fg.scan(body, (x, x, x), fnp.stack([x]))
+        return a + b
+
+    def loss(v):
+        return fnp.sum(fun(v) * w)
+    want = np.array(_W) * [2, 2, 2, 2.5, 2]
+    np.testing.assert_allclose(fg.grad(loss)(x).numpy(), want, rtol=1e-12)
+    np.testing.assert_allclose(fg.jit(fg.grad(loss))(x).numpy(), want, rtol=1e-12)
+    np.testing.assert_allclose(fg.grad(lambda v: fnp.sum(fg.jit(fun)(v) * w))(x).numpy(), want,
+                               rtol=1e-12)
