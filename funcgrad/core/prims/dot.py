@@ -256,6 +256,12 @@ def _lower_dot_general(ctx, args, in_avals, out_avals, *, dimension_numbers,
         (out,) = _lower_dot_general(ctx, up, wide_in, [wide_out],
                                     dimension_numbers=dimension_numbers)
         return [ctx.op1("stablehlo.convert", [out], out_avals[0])]
+    if ctx.platform == "cpu" and _long_and_narrow(lhs_aval, out_avals[0], lc):
+        from funcgrad.lowering import rules
+
+        return rules.via(_long_dot)(ctx, args, in_avals, out_avals,
+                                    dimension_numbers=dimension_numbers,
+                                    preferred_element_type=preferred_element_type)
     if ctx.platform == "cuda":
         from funcgrad.lowering.gpu_matmul import tiled_matmul
 
@@ -268,6 +274,39 @@ def _lower_dot_general(ctx, args, in_avals, out_avals, *, dimension_numbers,
             ", ".join(map(str, lb)), ", ".join(map(str, rb)), ", ".join(map(str, lc)),
             ", ".join(map(str, rc))))
     return ctx.op("stablehlo.dot_general", args, out_avals, {"dot_dimension_numbers": numbers})
+
+
+# IREE 3.13 adds up a product's terms one after another: x @ x of 1M float32 values of 0.1
+# was 1.3% off.  A product of few results from many terms (long vectors, a few long rows
+# times a vector) is lowered as a multiply and a sum instead, which sums in stages and
+# float32 in float64 (reductions._staged_sum); matmuls keep IREE's kernels
+_LONG_DOT_RESULTS = 64
+
+
+def _long_and_narrow(lhs_aval, out_aval, contract) -> bool:
+    from funcgrad.core.prims.reductions import _SUM_BLOCK
+
+    return (lhs_aval.dtype.kind == "f" and out_aval.dtype == lhs_aval.dtype
+            and out_aval.size <= _LONG_DOT_RESULTS
+            and math.prod(lhs_aval.shape[a] for a in contract) > _SUM_BLOCK)
+
+
+def _long_dot(lhs, rhs, *, dimension_numbers, preferred_element_type=None):
+    """dot_general as a multiply of the operands broadcast to (batch, lhs free, rhs free,
+    contracted) and a sum over the contracted axes."""
+    from funcgrad.core.prims.reductions import reduce_sum
+    from funcgrad.core.prims.structural import broadcast_in_dim
+
+    (lc, rc), (lb, rb) = dimension_numbers
+    lf, rf = _free(lhs.ndim, lc, lb), _free(rhs.ndim, rc, rb)
+    nb, nl, nr = len(lb), len(lf), len(rf)
+    lhs = transpose(lhs, (*lb, *lf, *lc))
+    rhs = transpose(rhs, (*rb, *rf, *rc))
+    shape = lhs.shape[:nb + nl] + rhs.shape[nb:nb + nr] + lhs.shape[nb + nl:]
+    contracted = tuple(range(nb + nl + nr, len(shape)))
+    lhs = broadcast_in_dim(lhs, shape, tuple(range(nb + nl)) + contracted)
+    rhs = broadcast_in_dim(rhs, shape, tuple(range(nb)) + tuple(range(nb + nl, len(shape))))
+    return reduce_sum(lhs * rhs, contracted)
 
 
 def _drop_unit_free(ctx, value, aval, contract, batch):

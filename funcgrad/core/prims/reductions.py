@@ -12,8 +12,11 @@ from funcgrad.core.primitive import Primitive
 from funcgrad.core.prims import elementwise as ew
 from funcgrad.core.prims.structural import (
     broadcast_in_dim,
+    full,
     full_like,
     moveaxis,
+    pad,
+    reshape,
     rev,
     slice_,
     zeros_like,
@@ -357,7 +360,8 @@ __all__ = ["zeros_like", "rev"]
 def _declare_lowerings():
     from funcgrad.lowering import rules
 
-    reduce_sum_p.lower = rules.reduction("stablehlo.add", lambda d: 0)
+    reduce_sum_p.lower = _lower_sum(rules.reduction("stablehlo.add", lambda d: 0),
+                                    rules.via(_staged_sum))
     reduce_prod_p.lower = rules.reduction("stablehlo.multiply", lambda d: 1)
     reduce_max_p.lower = rules.reduction("stablehlo.maximum", rules.lowest)
     reduce_min_p.lower = rules.reduction("stablehlo.minimum", rules.highest)
@@ -370,6 +374,68 @@ def _declare_lowerings():
     cumprod_p.lower = rules.via(lambda x, *, axis, reverse: _prefix_scan(x, axis, reverse, ew.mul))
     cummax_p.lower = rules.via(lambda x, *, axis, reverse: _prefix_scan(x, axis, reverse, ew.max))
     cummin_p.lower = rules.via(lambda x, *, axis, reverse: _prefix_scan(x, axis, reverse, ew.min))
+
+
+# IREE 3.13's CPU code adds up each result's elements one after another: jit(sum) of 16M
+# float32 values was 15% off (NumPy's pairwise sum: 1e-8), and took 17 ms (JAX: 5 ms, its
+# result as accurate as NumPy's).  On the CPU, float sums of more than _SUM_BLOCK elements
+# per result go in stages of at most _SUM_BLOCK (a long axis split into blocks), which also
+# spreads them over the cores; float32 and narrower sums of more than _WIDE_SUM elements
+# accumulate in float64.  16M float32 values: exact in float32, 8-9 ms (blocks in float32
+# only: 5-7 ms, 1e-6 off for random values and 6e-5 for equal ones)
+_SUM_BLOCK = 4096
+_WIDE_SUM = 256
+
+
+def _lower_sum(plain, staged):
+    def rule(ctx, args, in_avals, out_avals, *, axes):
+        aval = in_avals[0]
+        count = math.prod(aval.shape[a] for a in axes)
+        if ctx.platform != "cpu" or aval.dtype.kind != "f" or count <= _WIDE_SUM or \
+                (count <= _SUM_BLOCK and aval.dtype.itemsize >= 8):
+            return plain(ctx, args, in_avals, out_avals, axes=axes)
+        return staged(ctx, args, in_avals, out_avals, axes=axes)
+
+    return rule
+
+
+def _staged_sum(x, *, axes):
+    """reduce_sum of a float ``x`` over ``axes`` in stages of at most _SUM_BLOCK elements
+    per result (a longer last axis split into blocks, zero-padded to a multiple of one when
+    no divisor near _SUM_BLOCK divides it), float32 and narrower accumulated in float64."""
+    dtype = x.dtype
+    if dtype.itemsize < 8:
+        x = ew.convert_element_type(x, dtypes.float64)
+    axes = sorted(axes)
+    while math.prod(x.shape[a] for a in axes) > _SUM_BLOCK:
+        last = axes[-1]
+        n = x.shape[last]
+        if n > _SUM_BLOCK:
+            block = _block_dividing(n)
+            if block is None:
+                block = _SUM_BLOCK
+                padding = [(0, 0, 0)] * x.ndim
+                padding[last] = (0, -n % block, 0)
+                x = pad(x, full((), 0.0, x.dtype), padding)
+            shape = x.shape
+            x = reshape(x, shape[:last] + (shape[last] // block, block) + shape[last + 1:])
+            x = reduce_sum_p.bind(x, axes=(last + 1,))
+            continue
+        stage, size = [], 1  # the innermost reduced axes holding at most a block
+        for a in reversed(axes):
+            if stage and size * x.shape[a] > _SUM_BLOCK:
+                break
+            stage.append(a)
+            size *= x.shape[a]
+        x = reduce_sum_p.bind(x, axes=tuple(sorted(stage)))
+        axes = [a - sum(s < a for s in stage) for a in axes if a not in stage]
+    x = reduce_sum_p.bind(x, axes=tuple(axes))
+    return ew.convert_element_type(x, dtype) if x.dtype != dtype else x
+
+
+def _block_dividing(n: int):
+    """The largest divisor of ``n`` between _SUM_BLOCK / 4 and _SUM_BLOCK, or None."""
+    return next((b for b in range(_SUM_BLOCK, _SUM_BLOCK // 4, -1) if n % b == 0), None)
 
 
 def _prefix_scan(x, axis, reverse, combine):
