@@ -10,7 +10,8 @@ from funcgrad.core import interpreter as _interp
 from funcgrad.core.primitive import Primitive
 from funcgrad.core.tensor import Tensor, wrap
 
-debug_print_p = Primitive("debug_print", multiple_results=True, differentiable=False)
+debug_print_p = Primitive("debug_print", multiple_results=True, differentiable=False,
+                          effectful=True)
 
 
 def print(fmt: str, *args, **kwargs) -> None:  # noqa: A001  (JAX's name)

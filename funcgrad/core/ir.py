@@ -83,6 +83,30 @@ class IR:
     __repr__ = __str__
 
 
+def subprograms(eqn: Equation) -> list[IR]:
+    """The programs in ``eqn``'s parameters (loop bodies, branches, called functions)."""
+    return [sub for value in eqn.params.values()
+            for sub in (value if isinstance(value, tuple) else (value,)) if isinstance(sub, IR)]
+
+
+def has_effects(eqn: Equation) -> bool:
+    """Whether ``eqn`` does more than compute its outputs: an effectful primitive (a debug
+    print), also inside the programs in its parameters."""
+    return eqn.prim.effectful or any(has_effects(inner) for sub in subprograms(eqn)
+                                     for inner in sub.equations)
+
+
+def live_equations(ir: IR) -> list[Equation]:
+    """``ir``'s equations that its outputs need or that have effects, in order."""
+    needed = {v for v in ir.outputs if isinstance(v, Var)}
+    live = []
+    for eqn in reversed(ir.equations):
+        if has_effects(eqn) or any(v in needed for v in eqn.outputs):
+            live.append(eqn)
+            needed.update(x for x in eqn.inputs if isinstance(x, Var))
+    return live[::-1]
+
+
 def eval_ir(ir: IR, *args, consts=None):
     """Run ``ir`` on ``args`` by binding each equation's primitive to the current
     interpreter, so evaluating an IR composes with every transformation."""

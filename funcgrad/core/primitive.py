@@ -28,11 +28,12 @@ class Primitive:
 
     ``linear`` marks primitives that are linear in their (floating) arguments and so
     need a transpose rule; ``keeps_weak`` marks primitives whose output stays weakly
-    typed when every input is.
+    typed when every input is; ``effectful`` ones do more than compute their outputs (a
+    debug print), so they run even when nothing reads their results.
     """
 
     def __init__(self, name: str, *, multiple_results: bool = False, linear: bool = False,
-                 keeps_weak: bool = True, differentiable: bool = True):
+                 keeps_weak: bool = True, differentiable: bool = True, effectful: bool = False):
         if name in registry:
             raise ValueError(f"primitive {name!r} is declared twice")
         self.name = name
@@ -40,6 +41,7 @@ class Primitive:
         self.linear = linear
         self.keeps_weak = keeps_weak
         self.differentiable = differentiable
+        self.effectful = effectful
         self.impl = None
         self.abstract_eval = None
         self.jvp = None

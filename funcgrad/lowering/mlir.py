@@ -13,7 +13,7 @@ import numpy as np
 
 from funcgrad.core import dtypes
 from funcgrad.core.abstract import ShapedArray
-from funcgrad.core.ir import IR, Literal
+from funcgrad.core.ir import IR, Literal, live_equations
 
 _ELEMENT_DTYPES = (dtypes.bool_, dtypes.int8, dtypes.int16, dtypes.int32, dtypes.int64,
                    dtypes.uint8, dtypes.uint16, dtypes.uint32, dtypes.uint64, dtypes.float16,
@@ -234,7 +234,9 @@ class LoweringContext:
                 found = env[x] = self.constant(folded[x])
             return found
 
-        for eqn in program.equations:
+        # equations nothing reads are left out: IREE 3.13 crashed converting a nested
+        # stablehlo.while whose results went unused (and would have run it)
+        for eqn in live_equations(program):
             value = None if eqn.prim.name in self.rule_overrides else _fold(eqn, folded)
             if value is not None:
                 folded[eqn.outputs[0]] = value

@@ -14,7 +14,7 @@ import optree
 from funcgrad.core import dtypes
 from funcgrad.core import interpreter as _interp
 from funcgrad.core.abstract import ShapedArray, aval_of
-from funcgrad.core.ir import IR, Var, eval_ir
+from funcgrad.core.ir import IR, Var, eval_ir, subprograms
 from funcgrad.core.primitive import Primitive, UndefinedPrimal
 from funcgrad.core.prims import elementwise as ew
 from funcgrad.core.prims.reductions import reduce_or
@@ -1005,19 +1005,12 @@ def fori_loop(lower, upper, body_fun, init_val):
 # branches whose every operation writes at most this many elements are lowered by
 # evaluating all of them and selecting (see _lower_cond)
 _SELECT_BRANCH_WORK = 1 << 16
-# primitives whose effect must happen only in the branch taken
-_EFFECTFUL = ("debug_print",)
-
-
 def _selectable(branches) -> bool:
     """Whether cond branches are small straight-line code: no loops, conds, calls or
     effects, no operation larger than _SELECT_BRANCH_WORK elements."""
     for branch in branches:
         for eqn in branch.equations:
-            subprograms = [sub for value in eqn.params.values()
-                           for sub in (value if isinstance(value, tuple) else (value,))
-                           if isinstance(sub, IR)]
-            if subprograms or eqn.prim.name in _EFFECTFUL:
+            if subprograms(eqn) or eqn.prim.effectful:
                 return False
             if any(o.aval.size > _SELECT_BRANCH_WORK for o in eqn.outputs):
                 return False

@@ -27,7 +27,7 @@ from funcgrad.core import dtypes
 from funcgrad.core import interpreter as _interp
 from funcgrad.core.abstract import ShapedArray
 from funcgrad.core.devices import CPU
-from funcgrad.core.ir import IR, Literal, eval_ir, pretty_print
+from funcgrad.core.ir import IR, Literal, eval_ir, pretty_print, subprograms
 from funcgrad.core.primitive import Primitive, UndefinedPrimal
 from funcgrad.core.tensor import Tensor, aligned_copy, device_buffer, wrap_device
 from funcgrad.lowering.runtime import DeviceBuffer, importable
@@ -147,10 +147,8 @@ def _equations(program: IR):
     """The equations of ``program`` and of the programs nested in their parameters."""
     for eqn in program.equations:
         yield eqn
-        for value in eqn.params.values():
-            for sub in value if isinstance(value, tuple) else (value,):
-                if isinstance(sub, IR):
-                    yield from _equations(sub)
+        for sub in subprograms(eqn):
+            yield from _equations(sub)
 
 
 def _cpu_build(program: IR):

@@ -483,3 +483,26 @@ def test_grad_of_a_one_step_scan_scattering_into_a_value_its_carries_start_from(
     np.testing.assert_allclose(fg.jit(fg.grad(loss))(x).numpy(), want, rtol=1e-12)
     np.testing.assert_allclose(fg.grad(lambda v: fnp.sum(fg.jit(fun)(v) * w))(x).numpy(), want,
                                rtol=1e-12)
+
+
+def test_a_loop_whose_results_go_unused_is_left_out_unless_it_prints(capsys):
+    # IREE 3.13 crashed (in its stream conversion of scf.while) on a nested while_loop whose
+    # results nothing read; such loops are not lowered, but one with an effect still runs
+    x = fg.tensor(_X)
+
+    def fun(x):
+        def outer(carry):
+            k, c = carry
+            fg.while_loop(lambda d: d[0] < 4,
+                          lambda d: (d[0] + 1, (d[1] * d[1]).at[4 - d[0]].set(x[1])), (0, c))
+            return k + 1, x.at[3].mul(x[2])
+        return fg.while_loop(lambda c: (c[0] < 2) & (c[1][3] < 0.5), outer, (0, fnp.tanh(x)))[1]
+
+    np.testing.assert_allclose(fg.jit(fun)(x).numpy(), fun(x).numpy(), rtol=1e-12)
+
+    def printing(x):
+        fg.fori_loop(0, 2, lambda i, c: (fg.debug.print("step {i}", i=i), c + 1.0)[1], x)
+        return x * 2.0
+
+    np.testing.assert_allclose(fg.jit(printing)(x).numpy(), 2 * _X)
+    assert capsys.readouterr().out.count("step") == 2
