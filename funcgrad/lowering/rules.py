@@ -339,22 +339,29 @@ def fresh_copy(ctx, value, aval: ShapedArray, tag: int = 0):
     return copy if aval.shape else ctx.op1("stablehlo.reshape", [copy], aval)
 
 
-def same_value(ctx, a, b, depth: int = 8) -> bool:
+def same_value(ctx, a, b, depth: int | None = 8) -> bool:
     """Whether MLIR values ``a`` and ``b`` are one value, or are computed by operations
     that common-subexpression elimination would merge (same operation, attributes and
-    operands, looked at ``depth`` operations deep; operations with regions never)."""
-    if a == b:
-        return True
-    a, b = a.maybe_downcast(), b.maybe_downcast()
-    if depth == 0 or isinstance(a, ctx.ir.BlockArgument) or isinstance(b, ctx.ir.BlockArgument):
-        return False
-    op_a, op_b = a.owner, b.owner
-    if (op_a.name != op_b.name or a.result_number != b.result_number or len(op_a.regions)
-            or len(op_a.operands) != len(op_b.operands) or a.type != b.type
-            or _attributes(op_a) != _attributes(op_b)):
-        return False
-    return all(same_value(ctx, x, y, depth - 1)
-               for x, y in zip(op_a.operands, op_b.operands, strict=True))
+    operands, looked at ``depth`` operations deep, or all the way with None; operations
+    with regions never)."""
+    pending, checked = [(a, b, depth)], set()
+    while pending:
+        a, b, depth = pending.pop()
+        if a == b or (a, b, depth) in checked:
+            continue
+        checked.add((a, b, depth))
+        a, b = a.maybe_downcast(), b.maybe_downcast()
+        if depth == 0 or isinstance(a, ctx.ir.BlockArgument) or \
+                isinstance(b, ctx.ir.BlockArgument):
+            return False
+        op_a, op_b = a.owner, b.owner
+        if (op_a.name != op_b.name or a.result_number != b.result_number
+                or len(op_a.regions) or len(op_a.operands) != len(op_b.operands)
+                or a.type != b.type or _attributes(op_a) != _attributes(op_b)):
+            return False
+        inner = None if depth is None else depth - 1
+        pending.extend((x, y, inner) for x, y in zip(op_a.operands, op_b.operands, strict=True))
+    return True
 
 
 def _attributes(op) -> dict:

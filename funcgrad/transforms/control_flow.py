@@ -1048,11 +1048,13 @@ def _lower_cond(ctx, args, in_avals, out_avals, *, branches):
 
 
 def _repeated(ctx, values) -> list[int]:
-    """The positions of ``values`` equal to (or CSE-mergeable with) an earlier one."""
+    """The positions of ``values`` equal to (or CSE-mergeable with) an earlier one, however
+    deep the computation they repeat (the double-double cos of a custom_jvp applied twice
+    to one operand: a branch returned its two residuals in one buffer, "ref is null")."""
     from funcgrad.lowering import rules
 
     return [k for k, value in enumerate(values)
-            if any(rules.same_value(ctx, value, other) for other in values[:k])]
+            if any(rules.same_value(ctx, value, other, depth=None) for other in values[:k])]
 
 
 def _select_branches(ctx, index, index_aval, operands, branches, out_avals):

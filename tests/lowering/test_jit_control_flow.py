@@ -506,3 +506,28 @@ def test_a_loop_whose_results_go_unused_is_left_out_unless_it_prints(capsys):
 
     np.testing.assert_allclose(fg.jit(printing)(x).numpy(), 2 * _X)
     assert capsys.readouterr().out.count("step") == 2
+
+
+def test_jit_grad_of_a_branch_applying_a_custom_jvp_twice_to_one_operand():
+    # the branch's two residuals (cos of one operand, a deep float64 computation) were one
+    # buffer after IREE's CSE, which the case mis-scheduled ("ref is null" at run time)
+    @fg.custom_jvp
+    def twice_sin(a):
+        return fnp.sin(a) * 2.0
+
+    @twice_sin.defjvp
+    def _(primals, tangents):
+        (a,), (t,) = primals, tangents
+        return twice_sin(a), 2.0 * fnp.cos(a) * t
+
+    const = fg.tensor(np.array([1.0, 2.0, -1.0, 0.5, 0.25]))
+
+    def loss(x):
+        out = fg.switch(fnp.where(x[2] > 0.0, 1, 0),
+                        [lambda a, b: twice_sin(a) - twice_sin(b) * 0.5, lambda a, b: const],
+                        x, x)
+        return fnp.sum(out * fg.tensor(_W))
+
+    for x in (fg.tensor(_X), fg.tensor(-_X)):  # both branches
+        np.testing.assert_allclose(fg.jit(fg.grad(loss))(x).numpy(), fg.grad(loss)(x).numpy(),
+                                   rtol=1e-12)
