@@ -323,6 +323,9 @@ GRAD_CASES = {
     "eigvalsh": (LA.eigvalsh, (_SPD,)),
     "qr_tall": (lambda a: tuple(LA.qr(a)), (_TALL,)),
     "qr_square": (lambda a: tuple(LA.qr(a)), (_A,)),
+    "qr_wide": (lambda a: tuple(LA.qr(a)), (_WIDE,)),
+    "qr_wide_complete": (lambda a: tuple(LA.qr(a, mode="complete")), (_WIDE,)),
+    "qr_wide_batched": (lambda a: tuple(LA.qr(a)), (_rng(5).standard_normal((2, 2, 5)),)),
     "svd_tall": (lambda a: tuple(LA.svd(a, full_matrices=False)), (_TALL,)),
     "svd_wide": (lambda a: tuple(LA.svd(a, full_matrices=False)), (_WIDE,)),
     "svd_square_full": (lambda a: tuple(LA.svd(a)), (_A,)),
@@ -342,6 +345,15 @@ GRAD_CASES = {
 def test_grads(name):
     fn, args = GRAD_CASES[name]
     check_grads(fn, tuple(fg.tensor(a) for a in args), order=2)
+
+
+def test_grad_of_wide_qr_matches_the_square_part_and_the_projection():
+    # R = [R_X, Q^T Y] for A = [X Y]: the gradient of sum(R) in Y is Q's row sums; JAX's too
+    a = fg.tensor(_WIDE)
+    g = fg.grad(lambda x: fnp.sum(LA.qr(x)[1]))(a).numpy()
+    q = np.linalg.qr(_WIDE)[0]
+    _close(g[:, 3:], np.broadcast_to(q.sum(axis=1, keepdims=True), (3, 1)))
+    _close(fg.jit(fg.grad(lambda x: fnp.sum(LA.qr(x)[1])))(a), g)
 
 
 def test_grad_of_logdet_is_inverse_transpose():
@@ -386,8 +398,8 @@ def test_vmap_grad_of_det_mixes_singular_and_regular():
 
 
 def test_derivative_limits_raise():
-    with pytest.raises(NotImplementedError, match="qr"):
-        fg.jvp(lambda a: LA.qr(a)[0], (fg.tensor(_WIDE),), (fg.tensor(_WIDE),))
+    with pytest.raises(NotImplementedError, match="full_matrices=False"):
+        fg.jvp(lambda a: LA.qr(a, mode="complete")[0], (fg.tensor(_TALL),), (fg.tensor(_TALL),))
     with pytest.raises(NotImplementedError, match="full_matrices"):
         fg.jvp(lambda a: LA.svd(a)[0], (fg.tensor(_TALL),), (fg.tensor(_TALL),))
 

@@ -21,7 +21,13 @@ import numpy as np
 from funcgrad.core import dtypes
 from funcgrad.core.abstract import ShapedArray
 from funcgrad.core.primitive import Primitive, is_undefined
-from funcgrad.core.prims.structural import broadcast_in_dim, moveaxis, transpose
+from funcgrad.core.prims.structural import (
+    broadcast_in_dim,
+    concatenate,
+    moveaxis,
+    slice_,
+    transpose,
+)
 
 # --- shared checks and helpers -------------------------------------------------------------
 
@@ -530,25 +536,38 @@ def _qr_rule(a, *, full_matrices):
 
 
 def _qr_jvp(primals, tangents, *, full_matrices):
-    # Townsend, "Differentiating the QR decomposition" (2018); needs m >= n
     (a,), (g,) = primals, tangents
     q, r = qr_p.bind(a, full_matrices=full_matrices)
     if g is None:
         return [q, r], [None, None]
     m, n = a.shape[-2:]
-    if m < n or (full_matrices and m != n):
-        raise NotImplementedError(f"qr: derivative needs m >= n and reduced mode, got shape "
-                                  f"{a.shape} (full_matrices={full_matrices})")
+    if full_matrices and m > n:
+        raise NotImplementedError(f"qr: no derivative of the complete decomposition of a "
+                                  f"tall matrix (shape {a.shape}): Q's last {m - n} columns "
+                                  "are not determined by A; use full_matrices=False")
+    if m >= n:
+        return [q, r], list(_qr_tall_jvp(q, r, g))
+    # wide: A = [X Y] with X square gives R = [R_X, Q^H Y] (Householder only sees X)
+    batch = a.shape[:-2]
+    cut = [(0,) * (len(batch) + 2), (*batch, m, m)], [(*(0,) * len(batch), 0, m), a.shape]
+    (gx, gy), y = (slice_(g, *c) for c in cut), slice_(a, *cut[1])
+    dq, drx = _qr_tall_jvp(q, slice_(r, *cut[0]), gx)
+    dry = _mm(_mH(dq), y) + _mm(_mH(q), gy)
+    return [q, r], [dq, concatenate((drx, dry), a.ndim - 1)]
+
+
+def _qr_tall_jvp(q, r, g):
+    """(dQ, dR) of the reduced QR of a matrix with m >= n rows (Townsend, "Differentiating
+    the QR decomposition", 2018)."""
+    n = r.shape[-1]
     dx_rinv = triangular_solve(r, g, left_side=False, lower=False)
     qt_dx_rinv = _mm(_mH(q), dx_rinv)
     lower = _tril(qt_dx_rinv, -1)
     omega = lower - _mH(lower)  # skew-symmetric (complex: skew-Hermitian)
-    if dtypes.is_complex(a.dtype):
+    if dtypes.is_complex(r.dtype):
         # LAPACK's R has a real diagonal: dR's diagonal must stay real too
-        omega = omega + _eye(n, a.dtype) * (qt_dx_rinv - _real(qt_dx_rinv))
-    dq = _mm(q, omega - qt_dx_rinv) + dx_rinv
-    dr = _mm(qt_dx_rinv - omega, r)
-    return [q, r], [dq, dr]
+        omega = omega + _eye(n, r.dtype) * (qt_dx_rinv - _real(qt_dx_rinv))
+    return _mm(q, omega - qt_dx_rinv) + dx_rinv, _mm(qt_dx_rinv - omega, r)
 
 
 _declare(qr_p, _qr_impl, _qr_rule, _qr_jvp)
