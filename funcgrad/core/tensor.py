@@ -187,9 +187,11 @@ class Tensor:
 
     # -- immutability -----------------------------------------------------------------
     def __setitem__(self, index, value):
+        # the value itself in the suggestion when it is a Python scalar (t.at[0].set(1))
+        shown = repr(value) if isinstance(value, (bool, int, float, complex)) else "v"
         raise TypeError(
             "funcgrad tensors are immutable: `t[idx] = v` is not supported; use the "
-            f"functional update `t = t.at[{_index_text(index)}].set(v)` instead")
+            f"functional update `t = t.at[{_index_text(index)}].set({shown})` instead")
 
     def __delitem__(self, index):
         raise TypeError("funcgrad tensors are immutable; build a new one instead")

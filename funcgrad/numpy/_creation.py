@@ -146,9 +146,12 @@ def empty_like(x, dtype=None, shape=None, *, device=None):
 
 
 def _static(name, value):
-    """A concrete number; a traced one raises the error naming its argument and the fix
+    """A concrete number, a NumPy scalar keeping its dtype (arange(np.float64(0), 1) is
+    float64, as in NumPy); a traced one raises the error naming its argument and the fix
     (``static_argnums``), as its ``item()`` does."""
-    return value.item() if hasattr(value, "item") else value
+    if isinstance(value, np.generic) or not hasattr(value, "item"):
+        return value
+    return np.dtype(value.dtype).type(value.item())
 
 
 @_placed

@@ -90,6 +90,14 @@ def test_arange_errors_and_tensor_args():
     _check(fg.arange(fg.tensor(3)), np.arange(3).astype(np.int32))
 
 
+def test_arange_keeps_the_dtype_of_numpy_scalars_and_tensors():
+    # NumPy values keep their dtype (API.md): np.float64 bounds give float64, as in NumPy
+    _check(fg.arange(np.float64(0.0), 1.0, 0.25), np.arange(0.0, 1.0, 0.25))
+    _check(fg.arange(np.int64(4)), np.arange(4, dtype=np.int64))
+    _check(fg.arange(fg.tensor(np.float64(2.5))), np.arange(2.5))
+    _check(fg.arange(np.float32(1.0), 3), np.arange(1.0, 3.0, dtype=np.float32))
+
+
 @pytest.mark.parametrize("start,stop,num,endpoint", [
     (0.0, 1.0, 5, True), (0.0, 1.0, 5, False), (-2.0, 3.0, 1, True), (1.0, 0.0, 7, True),
     (0.0, 1.0, 0, True), (0, 10, 11, True), (2.0, 2.0, 3, True), (0.0, 1.0, 2, False),
