@@ -17,10 +17,16 @@ __all__ = ["ELU", "GELU", "LeakyReLU", "LogSoftmax", "ReLU", "SiLU", "Sigmoid", 
 class ReLU(Module):
     """``max(x, 0)``.
 
+    Arguments:
+        inplace: accepted for PyTorch code; tensors are immutable, so it changes nothing.
+
     Example:
         >>> nn.ReLU()(fg.tensor([-1.0, 2.0]))
         tensor([0., 2.], dtype=float32)
     """
+
+    def __init__(self, inplace: bool = False):
+        pass
 
     def forward(self, x) -> Tensor:
         return F.relu(x)
@@ -31,6 +37,7 @@ class LeakyReLU(Module):
 
     Arguments:
         negative_slope: the slope for negative inputs.
+        inplace: accepted for PyTorch code; tensors are immutable, so it changes nothing.
 
     Example:
         >>> nn.LeakyReLU(0.1)(fg.tensor([-1.0]))
@@ -39,7 +46,7 @@ class LeakyReLU(Module):
 
     negative_slope: float
 
-    def __init__(self, negative_slope: float = 0.01):
+    def __init__(self, negative_slope: float = 0.01, inplace: bool = False):
         self.negative_slope = float(negative_slope)
 
     def forward(self, x) -> Tensor:
@@ -51,6 +58,7 @@ class ELU(Module):
 
     Arguments:
         alpha: the scale of the negative part.
+        inplace: accepted for PyTorch code; tensors are immutable, so it changes nothing.
 
     Example:
         >>> nn.ELU()(fg.tensor([0.0]))
@@ -59,7 +67,7 @@ class ELU(Module):
 
     alpha: float
 
-    def __init__(self, alpha: float = 1.0):
+    def __init__(self, alpha: float = 1.0, inplace: bool = False):
         self.alpha = float(alpha)
 
     def forward(self, x) -> Tensor:
@@ -92,10 +100,16 @@ class GELU(Module):
 class SiLU(Module):
     """``x * sigmoid(x)``.
 
+    Arguments:
+        inplace: accepted for PyTorch code; tensors are immutable, so it changes nothing.
+
     Example:
         >>> nn.SiLU()(fg.tensor([0.0]))
         tensor([0.], dtype=float32)
     """
+
+    def __init__(self, inplace: bool = False):
+        pass
 
     def forward(self, x) -> Tensor:
         return F.silu(x)

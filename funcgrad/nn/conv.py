@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import funcgrad.numpy as fnp
 from funcgrad import random
 from funcgrad.core import dtypes
 from funcgrad.core.tensor import Tensor
@@ -30,6 +31,11 @@ def _check_channels(name, in_channels, out_channels, groups):
                          f"({out_channels}) must be divisible by groups ({groups})")
 
 
+# PyTorch's padding modes and NumPy's names for them (fnp.pad)
+_PADDING_MODES = {"zeros": "constant", "reflect": "reflect", "replicate": "edge",
+                  "circular": "wrap"}
+
+
 class _ConvNd(Module):
     weight: Tensor
     bias: Tensor | None
@@ -40,12 +46,17 @@ class _ConvNd(Module):
     padding: tuple | str
     dilation: tuple
     groups: int
+    padding_mode: str
 
     _spatial = 2
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0,
-                 dilation=1, groups=1, bias=True, *, key, dtype=None):
+                 dilation=1, groups=1, bias=True, padding_mode="zeros", *, key, dtype=None):
         name, n = type(self).__name__, self._spatial
+        if padding_mode not in _PADDING_MODES:
+            raise ValueError(f"{name}: padding_mode must be one of {sorted(_PADDING_MODES)}, "
+                             f"got {padding_mode!r}")
+        self.padding_mode = padding_mode
         _check_channels(name, in_channels, out_channels, groups)
         self.in_channels, self.out_channels, self.groups = in_channels, out_channels, groups
         self.kernel_size = _windows.as_tuple(name, "kernel_size", kernel_size, n)
@@ -60,8 +71,16 @@ class _ConvNd(Module):
         self.weight, self.bias = _init_params(key, shape, fan_in, bias, dtype)
 
     def forward(self, x) -> Tensor:
-        return _windows.conv(type(self).__name__, x, self.weight, self.bias, self.stride,
-                             self.padding, self.dilation, self.groups, self._spatial)
+        name, n, padding = type(self).__name__, self._spatial, self.padding
+        if self.padding_mode != "zeros":  # pad the input the mode's way, then convolve
+            pairs = _windows.padding_pairs(name, padding, n, self.kernel_size,
+                                           self.dilation, self.stride)
+            x = fnp.asarray(x)
+            x = fnp.pad(x, ((0, 0),) * (x.ndim - n) + pairs,
+                        mode=_PADDING_MODES[self.padding_mode])
+            padding = (0,) * n
+        return _windows.conv(name, x, self.weight, self.bias, self.stride, padding,
+                             self.dilation, self.groups, n)
 
 
 class Conv1d(_ConvNd):
@@ -76,6 +95,7 @@ class Conv1d(_ConvNd):
         stride, padding, dilation: ints; ``padding`` also ``"valid"`` or ``"same"``.
         groups: split the channels into independent groups.
         bias: whether to add a learned bias.
+        padding_mode: ``"zeros"``, ``"reflect"``, ``"replicate"`` or ``"circular"``.
         key: the random key for the initialization (keyword-only).
         dtype: the parameters' dtype (float32 by default).
 
@@ -100,6 +120,8 @@ class Conv2d(_ConvNd):
         stride, padding, dilation: ints or pairs; ``padding`` also ``"valid"``/``"same"``.
         groups: split the channels into independent groups.
         bias: whether to add a learned bias.
+        padding_mode: ``"zeros"``, ``"reflect"``, ``"replicate"`` or ``"circular"`` (as
+            PyTorch's: the input padded that way, by ``padding``).
         key: the random key for the initialization (keyword-only).
         dtype: the parameters' dtype (float32 by default).
 

@@ -188,6 +188,7 @@ _METHODS = {
     "trace": fnp.trace,
     "conj": fnp.conjugate,
     "conjugate": fnp.conjugate,
+    "copy": fnp.copy,
 }
 
 

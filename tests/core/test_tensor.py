@@ -187,6 +187,13 @@ def test_setitem_raises_type_error_naming_at_set():
     assert t.tolist() == [0.0, 0.0, 0.0]
 
 
+def test_copy_method_gives_an_equal_tensor():
+    t = fg.tensor([1.0, 2.0])
+    c = t.copy()
+    assert isinstance(c, fg.Tensor) and c.dtype == t.dtype and c.tolist() == [1.0, 2.0]
+    assert fg.jit(lambda v: v.copy() * 2)(t).tolist() == [2.0, 4.0]
+
+
 def test_inplace_operators_rebind_not_mutate():
     t = fg.ones(2)
     alias = t

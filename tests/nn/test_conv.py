@@ -106,6 +106,26 @@ def test_conv2d_functional_same_padding_and_no_bias():
     assert F.conv2d(fg.tensor(x), fg.tensor(w), padding="valid").shape == (1, 3, 4, 3)
 
 
+@pytest.mark.parametrize("mode,np_mode", [("reflect", "reflect"), ("replicate", "edge"),
+                                          ("circular", "wrap")])
+def test_conv_padding_modes_pad_the_input_that_way(mode, np_mode):
+    # PyTorch's padding_mode: the input padded by `padding` in that mode, then convolved
+    conv = nn.Conv2d(2, 3, 3, padding=(1, 2), padding_mode=mode, key=KEY, dtype=fg.float64)
+    x = rand(2, 2, 6, 5)
+    padded = np.pad(x, ((0, 0), (0, 0), (1, 1), (2, 2)), mode=np_mode)
+    want = np_conv2d(padded, conv.weight.numpy(), conv.bias.numpy(), (1, 1), (0, 0), (1, 1), 1)
+    np.testing.assert_allclose(conv(fg.tensor(x)), want, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(conv(fg.tensor(x[1])), want[1], rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(fg.jit(conv)(fg.tensor(x)), want, rtol=1e-10, atol=1e-12)
+    same = nn.Conv1d(2, 2, 3, padding="same", padding_mode=mode, key=KEY, dtype=fg.float64)
+    x1 = rand(1, 2, 7)
+    p1 = np.pad(x1, ((0, 0), (0, 0), (1, 1)), mode=np_mode)[:, :, None, :]
+    want1 = np_conv2d(p1, same.weight.numpy()[:, :, None, :], same.bias.numpy(), (1, 1),
+                      (0, 0), (1, 1), 1)[:, :, 0]
+    np.testing.assert_allclose(same(fg.tensor(x1)), want1, rtol=1e-10, atol=1e-12)
+    check_grads(lambda v: conv(v), (fg.tensor(x[:1]),), order=1)
+
+
 def test_conv1d_matches_numpy():
     conv = nn.Conv1d(2, 3, 3, stride=2, padding=1, dilation=2, key=KEY, dtype=fg.float64)
     x = rand(2, 2, 11)
@@ -131,6 +151,8 @@ def test_conv2d_errors():
         conv(fg.ones((8, 8)))
     with pytest.raises(ValueError, match="groups"):
         nn.Conv2d(3, 4, 3, groups=2, key=KEY)
+    with pytest.raises(ValueError, match="padding_mode must be one of"):
+        nn.Conv2d(3, 4, 3, padding_mode="mirror", key=KEY)
 
 
 CONVT_CASES = [

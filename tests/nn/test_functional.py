@@ -52,6 +52,16 @@ def test_activations_match_numpy(fn, module, reference):
     check_grads(fn, (fg.tensor(x),), order=2)
 
 
+def test_activation_modules_accept_pytorchs_inplace():
+    x = fg.tensor(np.array([-1.0, 2.0]))
+    for module in (nn.ReLU(inplace=True), nn.ReLU(True), nn.SiLU(inplace=True),
+                   nn.LeakyReLU(0.1, inplace=True), nn.ELU(1.0, True)):
+        plain = type(module)()
+        np.testing.assert_allclose(module(x), plain(x) if not isinstance(module, nn.LeakyReLU)
+                                   else nn.LeakyReLU(0.1)(x))
+    assert x.tolist() == [-1.0, 2.0]  # tensors are immutable: nothing changed in place
+
+
 KINKS = [  # (function, its derivative at 0 as PyTorch's autograd gives it)
     (F.relu, 0.0),
     (lambda x: F.leaky_relu(x, 0.2), 0.2),
