@@ -34,7 +34,8 @@ class DataLoader:
     Arguments:
         dataset: an ``ArrayDataset`` (batches are gathered with NumPy fancy indexing), or
             any object with ``__len__`` and ``__getitem__`` returning a tuple of arrays
-            (examples are stacked).
+            (examples are stacked) or a dict or other pytree of them (batches then have
+            that structure).
         batch_size: examples per batch.
         shuffle: visit the examples in a new random order every epoch (needs ``key``).
         key: a ``random.key`` from which the epochs' orders are derived.
@@ -105,7 +106,7 @@ class DataLoader:
         self.epoch += 1
         host_batches = self._batches(order)
         if self.prefetch == 0:
-            return (tuple(tensor(a) for a in batch) for batch in host_batches)
+            return (_as_tensors(batch) for batch in host_batches)
         return _prefetched(host_batches, self.prefetch)
 
     def __repr__(self) -> str:
@@ -114,16 +115,34 @@ class DataLoader:
                 f"prefetch={self.prefetch})")
 
 
-def _collate(examples: list) -> tuple:
-    """Stack a list of example tuples into a tuple of batched host arrays."""
+def _collate(examples: list):
+    """Stack a list of examples into batched host arrays: a tuple of them for tuples and
+    single arrays, the same structure for other pytrees (a dict of arrays gives a dict of
+    batches, as PyTorch's default collation)."""
+    from funcgrad import tree
+
     if not examples:
         return ()
-    first = examples[0]
-    if not isinstance(first, tuple):
+    if not isinstance(examples[0], (tuple, dict, list)):
         examples = [(e,) for e in examples]
-    columns = zip(*examples, strict=True)
-    return tuple(np.stack([e.numpy() if isinstance(e, Tensor) else np.asarray(e)
-                           for e in column]) for column in columns)
+    leaves, structure = tree.flatten(examples[0])
+    rows = [leaves]
+    for example in examples[1:]:
+        row, other = tree.flatten(example)
+        if other != structure:
+            raise ValueError(f"DataLoader: examples of one batch differ in structure: "
+                             f"{structure} and {other}")
+        rows.append(row)
+    stacked = [np.stack([e.numpy() if isinstance(e, Tensor) else np.asarray(e)
+                         for e in column]) for column in zip(*rows, strict=True)]
+    return tree.unflatten(structure, stacked)
+
+
+def _as_tensors(batch):
+    """A collated batch with Tensors for its host arrays."""
+    from funcgrad import tree
+
+    return tree.map(tensor, batch)
 
 
 class _Done:
@@ -156,7 +175,7 @@ def _prefetched(host_batches: Iterator[tuple], depth: int) -> Iterator[tuple]:
     def work():
         try:
             for batch in host_batches:
-                if not send(tuple(tensor(a) for a in batch)):
+                if not send(_as_tensors(batch)):
                     return
             send(_Done)
         except BaseException as error:  # noqa: BLE001 (handed to the consumer)

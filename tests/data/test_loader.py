@@ -94,6 +94,38 @@ def test_generic_dataset_is_collated_and_worker_errors_reach_the_consumer():
         list(it)
 
 
+class _Records:
+    """Examples as dicts (a tuple inside), as PyTorch datasets often give them."""
+
+    def __len__(self):
+        return 5
+
+    def __getitem__(self, i):
+        return {"image": np.full((2, 2), i, np.float32), "pair": (i, np.float64(i) / 2)}
+
+
+@pytest.mark.parametrize("prefetch", [0, 2])
+def test_dict_examples_are_collated_into_dicts_of_batches(prefetch):
+    batches = list(data.DataLoader(_Records(), batch_size=2, prefetch=prefetch))
+    assert [sorted(b) for b in batches] == [["image", "pair"]] * 3
+    first = batches[0]
+    assert isinstance(first["image"], fg.Tensor) and first["image"].shape == (2, 2, 2)
+    assert first["pair"][0].tolist() == [0, 1] and first["pair"][1].tolist() == [0.0, 0.5]
+    assert batches[-1]["image"].shape == (1, 2, 2)
+
+
+def test_examples_of_different_structure_in_one_batch_raise():
+    class Mixed:
+        def __len__(self):
+            return 2
+
+        def __getitem__(self, i):
+            return {"a": np.zeros(2)} if i == 0 else {"b": np.zeros(2)}
+
+    with pytest.raises(ValueError, match="differ in structure"):
+        list(data.DataLoader(Mixed(), batch_size=2, prefetch=0))
+
+
 def test_abandoning_iteration_stops_the_worker():
     before = threading.active_count()
     loader = data.DataLoader(make(1000), batch_size=1, prefetch=2)
