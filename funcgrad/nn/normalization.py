@@ -124,6 +124,8 @@ class BatchNorm(Module):
         eps: added to the variance.
         momentum: the running averages' update factor, or None for a cumulative average.
         affine: learn ``weight`` (ones) and ``bias`` (zeros).
+        track_running_stats: False normalizes with the batch statistics also in inference
+            and leaves the state as it is (PyTorch's ``track_running_stats=False``).
         dtype: the parameters' and statistics' dtype (float32 by default).
 
     Example:
@@ -138,11 +140,13 @@ class BatchNorm(Module):
     num_features: int
     eps: float
     momentum: float | None
+    track_running_stats: bool
     dtype: object
 
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,
-                 affine: bool = True, *, dtype=None):
+                 affine: bool = True, track_running_stats: bool = True, *, dtype=None):
         self.num_features, self.eps = int(num_features), float(eps)
+        self.track_running_stats = bool(track_running_stats)
         self.momentum = None if momentum is None else float(momentum)
         self.dtype = _dtype(dtype)
         self.weight = fnp.ones((num_features,), self.dtype) if affine else None
@@ -167,7 +171,7 @@ class BatchNorm(Module):
             x = x.astype(dtypes.float32)
         axes = (0,) + tuple(range(2, x.ndim))
         shape = (1, self.num_features) + (1,) * (x.ndim - 2)
-        if inference:
+        if inference and self.track_running_stats:
             mean = fnp.reshape(state.running_mean, shape).astype(x.dtype)
             var = fnp.reshape(state.running_var, shape).astype(x.dtype)
         else:
@@ -177,8 +181,9 @@ class BatchNorm(Module):
                                  f"got input of shape {x.shape}; use inference=True")
             mean = fnp.mean(x, axis=axes, keepdims=True)
             var = fnp.mean(fnp.square(x - mean), axis=axes, keepdims=True)
-            state = self._updated(state, fnp.reshape(mean, (-1,)), fnp.reshape(var, (-1,)),
-                                  count)
+            if self.track_running_stats and not inference:
+                state = self._updated(state, fnp.reshape(mean, (-1,)),
+                                      fnp.reshape(var, (-1,)), count)
         y = (x - mean) * ew.rsqrt(var + self.eps)
         if self.weight is not None:
             y = y * fnp.reshape(self.weight, shape).astype(y.dtype)

@@ -97,6 +97,17 @@ def test_batch_norm_training_and_state_updates(shape, momentum):
     assert same is state
 
 
+def test_batch_norm_without_running_stats_uses_the_batch_in_inference_too():
+    bn = nn.BatchNorm(3, track_running_stats=False, dtype=fg.float64)
+    state = bn.initial_state()
+    x = rand(4, 3, 5, seed=3) * 2 + 1
+    want = np_batch_norm(x, np.zeros(3), np.ones(3), 0, np.ones(3), np.zeros(3), 1e-5, 0.1)[0]
+    for inference in (False, True):
+        y, same = bn(fg.tensor(x), state, inference=inference)
+        np.testing.assert_allclose(y, want, rtol=1e-10, atol=1e-12)
+        assert same is state and int(same.num_batches_tracked) == 0
+
+
 def test_batch_norm_grad_jit_and_errors():
     bn = nn.BatchNorm(2, dtype=fg.float64)
     state = bn.initial_state()
