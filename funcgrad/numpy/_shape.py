@@ -693,8 +693,17 @@ def diff(x, n: int = 1, axis: int = -1, prepend=None, append=None):
 
 
 def copy(a):
-    """A copy of ``a`` as a Tensor: a Tensor itself (Tensors are immutable), other data
-    copied (changing a NumPy array afterwards does not change the copy)."""
+    """A copy of ``a`` in a buffer of its own, as ``jnp.copy``: it stays valid when ``a``
+    is donated to a jit call (``donate_argnums``), and changing a NumPy array afterwards
+    does not change it.  Traced values are returned as they are (values are immutable).
+
+    >>> fnp.copy(fg.tensor([1.0, 2.0]))
+    tensor([1., 2.], dtype=float32)
+    """
+    if type(a) is Tensor:
+        from funcgrad.core.tensor import wrap
+
+        return wrap(a._buf.copy(), a._weak)
     return a if isinstance(a, Tensor) else tensor(a)
 
 

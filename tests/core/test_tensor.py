@@ -9,6 +9,7 @@ import pytest
 
 import funcgrad as fg
 import funcgrad.numpy as fnp
+from funcgrad.transforms.jit import DonatedBufferError
 
 RNG = np.random.default_rng(0)
 
@@ -192,6 +193,11 @@ def test_copy_method_gives_an_equal_tensor():
     c = t.copy()
     assert isinstance(c, fg.Tensor) and c.dtype == t.dtype and c.tolist() == [1.0, 2.0]
     assert fg.jit(lambda v: v.copy() * 2)(t).tolist() == [2.0, 4.0]
+    # a buffer of its own: it survives donating the original, as jnp.copy's does
+    fg.jit(lambda v: v + 1, donate_argnums=0)(t)
+    assert c.tolist() == [1.0, 2.0]
+    with pytest.raises(DonatedBufferError):
+        t.tolist()
 
 
 def test_inplace_operators_rebind_not_mutate():
