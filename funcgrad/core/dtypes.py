@@ -235,8 +235,12 @@ def is_integer(dtype) -> bool:
 
 
 def float_dtype_for(dtype) -> np.dtype:
-    """The floating dtype an integer or bool input converts to (true division, mean...)."""
-    return dtype if is_inexact(dtype) else float32
+    """The floating dtype an integer or bool input converts to (true division, mean...):
+    float32 (JAX's default), float64 for 64-bit integers (NumPy data: ``np.arange(10)`` is
+    int64, and its mean or ratio is float64 in NumPy and in JAX with 64-bit types)."""
+    if is_inexact(dtype):
+        return dtype
+    return float64 if dtype.kind in "iu" and dtype.itemsize == 8 else float32
 
 
 def real_dtype(dtype) -> np.dtype:

@@ -37,13 +37,14 @@ def _dtype_weak(x):
 def promote(name: str, *args, to_inexact: bool = False) -> list[Tensor]:
     """Convert ``args`` to Tensors of one promoted dtype (JAX's rules, weak scalars).
 
-    ``to_inexact`` promotes integer and bool results to float32 (true division, sqrt...).
+    ``to_inexact`` promotes integer and bool results to a float (true division, sqrt...):
+    float32, float64 for 64-bit integers (``dtypes.float_dtype_for``).
     """
     converted = [a if isinstance(a, (Tensor,) + _SCALARS) else asarray(a) for a in args]
     pairs = tuple(_dtype_weak(a) for a in converted)
     dtype, weak = dtypes.promote_pairs(pairs)
     if to_inexact and not dtypes.is_inexact(dtype):
-        dtype = dtypes.float32
+        dtype = dtypes.float_dtype_for(dtype)
     out = []
     for a in converted:
         if isinstance(a, Tensor):

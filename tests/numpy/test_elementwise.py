@@ -75,6 +75,17 @@ def test_unary_of_integers_is_float32(name, dtype):
                                rtol=1e-6)
 
 
+@pytest.mark.parametrize("dtype", [np.int64, np.uint64])
+def test_64_bit_integers_become_float64(dtype):
+    # NumPy data (np.arange is int64): its ratios, roots and means are float64, as in NumPy
+    # and in JAX with 64-bit types; a float32 would round 2**53 - 1 to 2**53
+    x = fg.tensor(np.array([2 ** 53 - 1, 3, 8], dtype=dtype))
+    for out in (x / 1, fnp.sqrt(x), fnp.mean(x), fnp.true_divide(x, x), fg.jit(lambda v: v / 2)(x)):
+        assert out.dtype == fg.float64, out.dtype
+    assert float((x / 1)[0]) == 2.0 ** 53 - 1
+    assert (fg.tensor(np.array([1, 2], np.int32)) / 2).dtype == fg.float32  # JAX's default
+
+
 def test_integer_identities_keep_dtype():
     x = fg.tensor([-3, 0, 4], dtype=fg.int16)
     for fn in (fnp.floor, fnp.ceil, fnp.round, fnp.trunc, fnp.abs, fnp.negative, fnp.sign,
