@@ -1182,9 +1182,9 @@ def _while_loop_op(ctx, init, init_avals, cond_fn, body_fn):
     with ctx.ir.InsertionPoint(body_block):
         outs = body_fn(list(body_block.arguments))
         selected = set()  # carries whose yield is selected over their argument (_varying)
+        copied = set()  # carries whose yield is a copy of another carry's value
         for k, invariant in _aliased_yields(ctx, outs, body_block):
-            if invariant:
-                selected.add(k)
+            (selected if invariant else copied).add(k)
             outs[k] = _varying(ctx, outs[k], body_block.arguments[k], init_avals[k]) \
                 if invariant else rules.fresh_copy(ctx, outs[k], init_avals[k], tag=k)
         # IREE 3.13 also miscompiles a body that ignores a carried value (the zoom line
@@ -1204,19 +1204,24 @@ def _while_loop_op(ctx, init, init_avals, cond_fn, body_fn):
         ctx, body_block, handed_on,
         lambda value: value.maybe_downcast() in invariant or _outside(ctx, value, body_block))
 
-    # A carry updated in place, or whose yield is selected over its argument (_varying),
-    # starts from a copy of its own when its initial value
+    # A carry updated in place, whose yield is selected over its argument (_varying), or
+    # whose yield is a copy of another carry's value, starts from a copy of its own when
+    # its initial value
     # - is a function argument's buffer, which IREE would update in the caller's memory
     #   (rules.may_alias_argument);
     # - is (or IREE's CSE would make it) the initial value of another carry: IREE 3.13 then
     #   shares one buffer between them, and jit(grad) of a scan of xs=a with carry a[0], or
-    #   of a fori_loop carrying (a, a), gave wrong gradients (two zero-filled outputs).
+    #   of a fori_loop carrying (a, a), gave wrong gradients (two zero-filled outputs);
+    #   the backward loop of a fori_loop swapping two carries that start from one value,
+    #   checkpointing a float64 sin, failed at run time ("indirect buffer reference ...
+    #   out of range").  (Copying every changing carry whose start is shared gave a wrong
+    #   gradient instead: test_grad_of_a_loop_resetting_a_carry_it_scatters_into.)
     updated = rules.updated_in_place(ctx, body_block)
     rules.isolate_reads(ctx, body_block, updated)
     rules.isolate_constant_updates(ctx, body_block, updated)
     with ctx.ir.InsertionPoint(op):
         copies = 0
-        for k in sorted(updated | selected):
+        for k in sorted(updated | selected | copied):
             shared = any(rules.same_value(ctx, init[k], op.operands[j])
                          for j in range(len(init)) if j != k)
             if shared or (k in updated and rules.may_alias_argument(ctx, init[k])):

@@ -531,3 +531,22 @@ def test_jit_grad_of_a_branch_applying_a_custom_jvp_twice_to_one_operand():
     for x in (fg.tensor(_X), fg.tensor(-_X)):  # both branches
         np.testing.assert_allclose(fg.jit(fg.grad(loss))(x).numpy(), fg.grad(loss)(x).numpy(),
                                    rtol=1e-12)
+
+
+def test_jit_grad_of_a_loop_swapping_carries_that_start_alike_around_a_checkpoint():
+    # the backward loop's two cotangent carries start from one value and swap each step;
+    # only the yield of one was a copy, and IREE shared their starting buffer: "indirect
+    # buffer reference ... out of range" at run time (a fifth sweep's seed 6322)
+    x, w = fg.tensor(_X), fg.tensor(_W)
+
+    def fun(x):
+        def body(i, carry):
+            a, b = carry
+            return fg.checkpoint(lambda v: fnp.sin(v) * v)(b), a
+        a, b = fg.fori_loop(1, 4, body, (x, x))
+        return a + b
+
+    def loss(v):
+        return fnp.sum(fun(v) * w)
+    np.testing.assert_allclose(fg.jit(fg.grad(loss))(x).numpy(), fg.grad(loss)(x).numpy(),
+                               rtol=1e-12)
