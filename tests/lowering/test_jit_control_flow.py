@@ -550,3 +550,19 @@ def test_jit_grad_of_a_loop_swapping_carries_that_start_alike_around_a_checkpoin
         return fnp.sum(fun(v) * w)
     np.testing.assert_allclose(fg.jit(fg.grad(loss))(x).numpy(), fg.grad(loss)(x).numpy(),
                                rtol=1e-12)
+
+
+def test_a_scan_reading_a_closed_over_value_its_carries_also_start_from():
+    # x is handed on unchanged (a value the body reads) and two changing carries start from
+    # it; IREE shared one buffer among the three: "indirect buffer reference ... out of
+    # range" at run time (a fifth sweep's seeds 6341 and 6353)
+    x = fg.tensor(_X)
+
+    def fun(x):
+        def body(carry, _):
+            a, _, c = carry
+            return (a - fnp.sin(c + 1.5), x, fnp.tanh(c)), a
+        (_, b, c), ys = fg.scan(body, (x, x, x), None, length=4)
+        return b + c + ys[0]
+
+    np.testing.assert_allclose(fg.jit(fun)(x).numpy(), fun(x).numpy(), rtol=1e-12)
