@@ -1204,26 +1204,31 @@ def _while_loop_op(ctx, init, init_avals, cond_fn, body_fn):
         ctx, body_block, handed_on,
         lambda value: value.maybe_downcast() in invariant or _outside(ctx, value, body_block))
 
-    # A carry updated in place, whose yield is selected over its argument (_varying), is a
-    # copy of another carry's value, or is the carry itself (a value the loop only reads),
-    # starts from a copy of its own when its initial value
-    # - is a function argument's buffer, which IREE would update in the caller's memory
-    #   (rules.may_alias_argument);
+    # A carry starts from a copy of its own when its initial value
+    # - is a function argument's buffer and the carry is updated in place (IREE would
+    #   update the caller's memory: rules.may_alias_argument);
     # - is (or IREE's CSE would make it) the initial value of another carry: IREE 3.13 then
-    #   shares one buffer between them, and jit(grad) of a scan of xs=a with carry a[0], or
-    #   of a fori_loop carrying (a, a), gave wrong gradients (two zero-filled outputs);
-    #   the backward loop of a fori_loop swapping two carries that start from one value,
-    #   checkpointing a float64 sin, failed at run time ("indirect buffer reference ...
-    #   out of range"), and so did a scan whose body read a closed-over x handed on
-    #   unchanged next to two carries starting from x.  (Copying every changing carry whose
-    #   start is shared gave a wrong gradient instead:
-    #   test_grad_of_a_loop_resetting_a_carry_it_scatters_into.)
+    #   shares one buffer between them.  jit(grad) of a scan of xs=a with carry a[0], or of
+    #   a fori_loop carrying (a, a), gave wrong gradients (two zero-filled outputs); loops
+    #   swapping carries that start alike, or reading a closed-over x next to carries
+    #   starting from x, failed at run time ("indirect buffer reference ... out of range");
+    #   two recomputed carries starting from x failed to compile ("'!stream.resource<
+    #   constant>' should match '<external>'").  A constant start (zeros) is copied only
+    #   for carries updated in place, selected over their argument, handed another
+    #   carry's value or handed on unchanged: copying it for recomputed carries broke the
+    #   compile of nested scans the same way (test_grad_of_nested_scans_around_a_fori_loop_
+    #   of_a_closed_over_value).  Copies padded like a scatter's operand once made this
+    #   rule give wrong gradients (test_grad_of_a_loop_resetting_a_carry_it_scatters_into;
+    #   fresh_copy pads by 2 + tag since).
     updated = rules.updated_in_place(ctx, body_block)
     rules.isolate_reads(ctx, body_block, updated)
     rules.isolate_constant_updates(ctx, body_block, updated)
     with ctx.ir.InsertionPoint(op):
         copies = 0
-        for k in sorted(updated | selected | copied | handed_on):
+        marked = updated | selected | copied | handed_on
+        for k in range(len(init)):
+            if k not in marked and rules._from_constant(init[k]):
+                continue
             shared = any(rules.same_value(ctx, init[k], op.operands[j])
                          for j in range(len(init)) if j != k)
             if shared or (k in updated and rules.may_alias_argument(ctx, init[k])):

@@ -566,3 +566,34 @@ def test_a_scan_reading_a_closed_over_value_its_carries_also_start_from():
         return b + c + ys[0]
 
     np.testing.assert_allclose(fg.jit(fun)(x).numpy(), fun(x).numpy(), rtol=1e-12)
+
+
+def test_grad_of_a_fori_loop_whose_two_changing_carries_start_alike():
+    # two carries recomputed every step (neither updated in place nor copies) both start
+    # from x: grad(jit) failed to compile in IREE ("'scf.for' op ... '!stream.resource<
+    # constant>' should match ... '<external>'"; a fifth sweep's seed 6333)
+    x, w = fg.tensor(np.random.RandomState(6333).uniform(-1, 1, 5)), fg.tensor(_W)
+    shift = fg.tensor(np.array([1.0, 2.0, -1.0, 0.5, 0.25]))
+
+    @fg.custom_jvp
+    def twice_sin(a):
+        return fnp.sin(a) * 2.0
+
+    @twice_sin.defjvp
+    def _(primals, tangents):
+        (a,), (t,) = primals, tangents
+        return twice_sin(a), 2.0 * fnp.cos(a) * t
+
+    def fun(x):
+        def body(i, carry):
+            a, b = carry
+            new_a = twice_sin(fnp.exp(fnp.tanh(b)))
+            return new_a, fg.checkpoint(lambda v: fnp.tanh(v) + new_a)(
+                fnp.where(shift > 0.3, a, new_a))
+        a, b = fg.fori_loop(3, 5, body, (x, x))
+        return a + b
+
+    def loss(v):
+        return fnp.sum(fun(v) * w)
+    np.testing.assert_allclose(fg.grad(lambda v: fnp.sum(fg.jit(fun)(v) * w))(x).numpy(),
+                               fg.grad(loss)(x).numpy(), rtol=1e-12)
