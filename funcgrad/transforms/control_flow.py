@@ -1213,21 +1213,24 @@ def _while_loop_op(ctx, init, init_avals, cond_fn, body_fn):
     #   swapping carries that start alike, or reading a closed-over x next to carries
     #   starting from x, failed at run time ("indirect buffer reference ... out of range");
     #   two recomputed carries starting from x failed to compile ("'!stream.resource<
-    #   constant>' should match '<external>'").  A constant start (zeros) is copied only
-    #   for carries updated in place, selected over their argument, handed another
-    #   carry's value or handed on unchanged: copying it for recomputed carries broke the
-    #   compile of nested scans the same way (test_grad_of_nested_scans_around_a_fori_loop_
-    #   of_a_closed_over_value).  Copies padded like a scatter's operand once made this
-    #   rule give wrong gradients (test_grad_of_a_loop_resetting_a_carry_it_scatters_into;
-    #   fresh_copy pads by 2 + tag since).
+    #   constant>' should match '<external>'").  Carries recomputed every step get such
+    #   a copy only in loops at the function's top level and from a non-constant start:
+    #   copying a constant start for them broke the compile of nested scans the same way
+    #   (test_grad_of_nested_scans_around_a_fori_loop_of_a_closed_over_value), and copying
+    #   the start of carries handed on unchanged made grad(jit) of a reverse scan holding
+    #   a fori_loop fail at run time.  Copies padded like a scatter's operand once made
+    #   this rule give wrong gradients (test_grad_of_a_loop_resetting_a_carry_it_scatters_
+    #   into; fresh_copy pads by 2 + tag since).
     updated = rules.updated_in_place(ctx, body_block)
     rules.isolate_reads(ctx, body_block, updated)
     rules.isolate_constant_updates(ctx, body_block, updated)
     with ctx.ir.InsertionPoint(op):
         copies = 0
-        marked = updated | selected | copied | handed_on
+        marked = updated | selected | copied
+        nested = op.operation.parent.name != "func.func"
         for k in range(len(init)):
-            if k not in marked and rules._from_constant(init[k]):
+            if k not in marked and (k in handed_on or nested or
+                                    rules._from_constant(init[k])):
                 continue
             shared = any(rules.same_value(ctx, init[k], op.operands[j])
                          for j in range(len(init)) if j != k)
