@@ -508,23 +508,27 @@ def test_a_loop_whose_results_go_unused_is_left_out_unless_it_prints(capsys):
     assert capsys.readouterr().out.count("step") == 2
 
 
+@fg.custom_jvp
+def _twice_sin(a):
+    """2 sin(a) with a hand-written derivative: a deep float64 computation (math64) in
+    both the value and its tangent."""
+    return fnp.sin(a) * 2.0
+
+
+@_twice_sin.defjvp
+def _twice_sin_jvp(primals, tangents):
+    (a,), (t,) = primals, tangents
+    return _twice_sin(a), 2.0 * fnp.cos(a) * t
+
+
 def test_jit_grad_of_a_branch_applying_a_custom_jvp_twice_to_one_operand():
     # the branch's two residuals (cos of one operand, a deep float64 computation) were one
     # buffer after IREE's CSE, which the case mis-scheduled ("ref is null" at run time)
-    @fg.custom_jvp
-    def twice_sin(a):
-        return fnp.sin(a) * 2.0
-
-    @twice_sin.defjvp
-    def _(primals, tangents):
-        (a,), (t,) = primals, tangents
-        return twice_sin(a), 2.0 * fnp.cos(a) * t
-
     const = fg.tensor(np.array([1.0, 2.0, -1.0, 0.5, 0.25]))
 
     def loss(x):
         out = fg.switch(fnp.where(x[2] > 0.0, 1, 0),
-                        [lambda a, b: twice_sin(a) - twice_sin(b) * 0.5, lambda a, b: const],
+                        [lambda a, b: _twice_sin(a) - _twice_sin(b) * 0.5, lambda a, b: const],
                         x, x)
         return fnp.sum(out * fg.tensor(_W))
 
@@ -575,19 +579,10 @@ def test_grad_of_a_fori_loop_whose_two_changing_carries_start_alike():
     x, w = fg.tensor(np.random.RandomState(6333).uniform(-1, 1, 5)), fg.tensor(_W)
     shift = fg.tensor(np.array([1.0, 2.0, -1.0, 0.5, 0.25]))
 
-    @fg.custom_jvp
-    def twice_sin(a):
-        return fnp.sin(a) * 2.0
-
-    @twice_sin.defjvp
-    def _(primals, tangents):
-        (a,), (t,) = primals, tangents
-        return twice_sin(a), 2.0 * fnp.cos(a) * t
-
     def fun(x):
         def body(i, carry):
             a, b = carry
-            new_a = twice_sin(fnp.exp(fnp.tanh(b)))
+            new_a = _twice_sin(fnp.exp(fnp.tanh(b)))
             return new_a, fg.checkpoint(lambda v: fnp.tanh(v) + new_a)(
                 fnp.where(shift > 0.3, a, new_a))
         a, b = fg.fori_loop(3, 5, body, (x, x))
