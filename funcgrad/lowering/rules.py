@@ -283,7 +283,7 @@ def isolate_constant_updates(ctx, block, updated) -> None:
     for operation in list(block.operations):
         if operation.name != "stablehlo.dynamic_update_slice" or \
                 updated_argument(ctx, operation.operands[0], block) not in updated or \
-                not _from_constant(operation.operands[1]):
+                not from_constant(operation.operands[1]):
             continue
         operation.operands[1] = _behind_barrier(ctx, operation.operands[1],
                                                 ctx.ir.InsertionPoint(operation))
@@ -297,7 +297,7 @@ def _behind_barrier(ctx, value, where):
                                        operands=[value]).results[0]
 
 
-def _from_constant(value, depth: int = 4) -> bool:
+def from_constant(value, depth: int = 4) -> bool:
     """Whether ``value`` is a constant, or a view, broadcast or select of one."""
     owner = value.maybe_downcast().owner
     name = getattr(owner, "name", None)
@@ -305,7 +305,7 @@ def _from_constant(value, depth: int = 4) -> bool:
         return True
     if depth and name in (_VIEW_OPS | {"stablehlo.broadcast_in_dim", "stablehlo.select",
                                        "stablehlo.convert"}):
-        return any(_from_constant(x, depth - 1) for x in owner.operands)
+        return any(from_constant(x, depth - 1) for x in owner.operands)
     return False
 
 

@@ -1230,7 +1230,7 @@ def _while_loop_op(ctx, init, init_avals, cond_fn, body_fn):
         nested = op.operation.parent.name != "func.func"
         for k in range(len(init)):
             if k not in marked and (k in handed_on or nested or
-                                    rules._from_constant(init[k])):
+                                    rules.from_constant(init[k])):
                 continue
             shared = any(rules.same_value(ctx, init[k], op.operands[j])
                          for j in range(len(init)) if j != k)
