@@ -68,6 +68,7 @@ class IR:
         self.outputs = list(outputs)
         self.const_vars = list(const_vars)
         self.consts = list(consts)
+        self._has_effects = None  # see _program_has_effects
 
     @property
     def in_avals(self) -> list[ShapedArray]:
@@ -92,8 +93,16 @@ def subprograms(eqn: Equation) -> list[IR]:
 def has_effects(eqn: Equation) -> bool:
     """Whether ``eqn`` does more than compute its outputs: an effectful primitive (a debug
     print), also inside the programs in its parameters."""
-    return eqn.prim.effectful or any(has_effects(inner) for sub in subprograms(eqn)
-                                     for inner in sub.equations)
+    return eqn.prim.effectful or any(_program_has_effects(sub) for sub in subprograms(eqn))
+
+
+def _program_has_effects(program: IR) -> bool:
+    # remembered on the program: lowering asks again at every level of nesting, and a walk
+    # each time would be quadratic in the depth
+    found = program._has_effects
+    if found is None:
+        found = program._has_effects = any(has_effects(eqn) for eqn in program.equations)
+    return found
 
 
 def live_equations(ir: IR) -> list[Equation]:

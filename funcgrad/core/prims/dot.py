@@ -284,11 +284,11 @@ _LONG_DOT_RESULTS = 64
 
 
 def _long_and_narrow(lhs_aval, out_aval, contract) -> bool:
-    from funcgrad.core.prims.reductions import _SUM_BLOCK
+    from funcgrad.core.prims.reductions import SUM_BLOCK
 
     return (lhs_aval.dtype.kind == "f" and out_aval.dtype == lhs_aval.dtype
             and out_aval.size <= _LONG_DOT_RESULTS
-            and math.prod(lhs_aval.shape[a] for a in contract) > _SUM_BLOCK)
+            and math.prod(lhs_aval.shape[a] for a in contract) > SUM_BLOCK)
 
 
 def _long_dot(lhs, rhs, *, dimension_numbers, preferred_element_type=None):

@@ -378,12 +378,12 @@ def _declare_lowerings():
 
 # IREE 3.13's CPU code adds up each result's elements one after another: jit(sum) of 16M
 # float32 values was 15% off (NumPy's pairwise sum: 1e-8), and took 17 ms (JAX: 5 ms, its
-# result as accurate as NumPy's).  On the CPU, float sums of more than _SUM_BLOCK elements
-# per result go in stages of at most _SUM_BLOCK (a long axis split into blocks), which also
+# result as accurate as NumPy's).  On the CPU, float sums of more than SUM_BLOCK elements
+# per result go in stages of at most SUM_BLOCK (a long axis split into blocks), which also
 # spreads them over the cores; float32 and narrower sums of more than _WIDE_SUM elements
 # accumulate in float64.  16M float32 values: exact in float32, 8-9 ms (blocks in float32
 # only: 5-7 ms, 1e-6 off for random values and 6e-5 for equal ones)
-_SUM_BLOCK = 4096
+SUM_BLOCK = 4096
 _WIDE_SUM = 256
 
 
@@ -392,7 +392,7 @@ def _lower_sum(plain, staged):
         aval = in_avals[0]
         count = math.prod(aval.shape[a] for a in axes)
         if ctx.platform != "cpu" or aval.dtype.kind != "f" or count <= _WIDE_SUM or \
-                (count <= _SUM_BLOCK and aval.dtype.itemsize >= 8):
+                (count <= SUM_BLOCK and aval.dtype.itemsize >= 8):
             return plain(ctx, args, in_avals, out_avals, axes=axes)
         return staged(ctx, args, in_avals, out_avals, axes=axes)
 
@@ -400,20 +400,20 @@ def _lower_sum(plain, staged):
 
 
 def _staged_sum(x, *, axes):
-    """reduce_sum of a float ``x`` over ``axes`` in stages of at most _SUM_BLOCK elements
+    """reduce_sum of a float ``x`` over ``axes`` in stages of at most SUM_BLOCK elements
     per result (a longer last axis split into blocks, zero-padded to a multiple of one when
-    no divisor near _SUM_BLOCK divides it), float32 and narrower accumulated in float64."""
+    no divisor near SUM_BLOCK divides it), float32 and narrower accumulated in float64."""
     dtype = x.dtype
     if dtype.itemsize < 8:
         x = ew.convert_element_type(x, dtypes.float64)
     axes = sorted(axes)
-    while math.prod(x.shape[a] for a in axes) > _SUM_BLOCK:
+    while math.prod(x.shape[a] for a in axes) > SUM_BLOCK:
         last = axes[-1]
         n = x.shape[last]
-        if n > _SUM_BLOCK:
+        if n > SUM_BLOCK:
             block = _block_dividing(n)
             if block is None:
-                block = _SUM_BLOCK
+                block = SUM_BLOCK
                 padding = [(0, 0, 0)] * x.ndim
                 padding[last] = (0, -n % block, 0)
                 x = pad(x, full((), 0.0, x.dtype), padding)
@@ -423,7 +423,7 @@ def _staged_sum(x, *, axes):
             continue
         stage, size = [], 1  # the innermost reduced axes holding at most a block
         for a in reversed(axes):
-            if stage and size * x.shape[a] > _SUM_BLOCK:
+            if stage and size * x.shape[a] > SUM_BLOCK:
                 break
             stage.append(a)
             size *= x.shape[a]
@@ -434,8 +434,8 @@ def _staged_sum(x, *, axes):
 
 
 def _block_dividing(n: int):
-    """The largest divisor of ``n`` between _SUM_BLOCK / 4 and _SUM_BLOCK, or None."""
-    return next((b for b in range(_SUM_BLOCK, _SUM_BLOCK // 4, -1) if n % b == 0), None)
+    """The largest divisor of ``n`` between SUM_BLOCK / 4 and SUM_BLOCK, or None."""
+    return next((b for b in range(SUM_BLOCK, SUM_BLOCK // 4, -1) if n % b == 0), None)
 
 
 def _prefix_scan(x, axis, reverse, combine):
