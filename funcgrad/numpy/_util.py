@@ -40,6 +40,13 @@ def promote(name: str, *args, to_inexact: bool = False) -> list[Tensor]:
     ``to_inexact`` promotes integer and bool results to a float (true division, sqrt...):
     float32, float64 for 64-bit integers (``dtypes.float_dtype_for``).
     """
+    first = args[0]
+    if isinstance(first, Tensor) and first.dtype.kind != "b":
+        # tensors of one (non-bool) dtype and weakness: nothing to promote
+        dtype, weak = first.dtype, first.weak_type
+        if all([isinstance(a, Tensor) and a.dtype == dtype and a.weak_type == weak
+                for a in args]) and (not to_inexact or dtypes.is_inexact(dtype)):
+            return list(args)
     converted = [a if isinstance(a, (Tensor,) + _SCALARS) else asarray(a) for a in args]
     pairs = tuple(_dtype_weak(a) for a in converted)
     dtype, weak = dtypes.promote_pairs(pairs)
@@ -118,28 +125,34 @@ def apply_elementwise(name: str, prim, *tensors: Tensor) -> Tensor:
     shape = first if same else broadcast_shapes(name, *shapes)
     if _interp.current() is _interp.EAGER and all(
             type(t) is Tensor and type(t._buf) is np.ndarray for t in tensors):
-        weak = prim.keeps_weak and all(t._weak for t in tensors)
-        try:
-            out = prim.impl(*(t._buf for t in tensors))
-        except TypeError:
-            _check_rule(name, prim, tensors, shape)  # raises the rule's clear error
-            raise
-        if type(out) is not np.ndarray:
-            out = np.asarray(out)
-        if out.shape != shape:  # a 0-d input and NumPy's scalar results
-            out = np.broadcast_to(out, shape)
-        result = wrap(out, weak)
-        if config.debug_nans:
-            _interp._check_nans(prim, result)
-        if config.check_avals:
-            want = _check_rule(name, prim, tensors, shape)
-            if want.shape != result.shape or want.dtype != result.dtype:
-                raise AssertionError(f"primitive '{prim.name}': NumPy impl gave "
-                                     f"{result.aval}, shape rule says {want}")
-        return result
+        return eager_apply(name, prim, tensors, shape)
     if not same:
         tensors = [broadcast_to(t, shape) for t in tensors]
     return prim.bind(*tensors)
+
+
+def eager_apply(name: str, prim, tensors, shape: tuple) -> Tensor:
+    """An elementwise primitive applied eagerly to host ``tensors`` (one promoted dtype,
+    shapes broadcasting to ``shape``): NumPy broadcasts inside the impl."""
+    weak = prim.keeps_weak and all([t._weak for t in tensors])
+    try:
+        out = prim.impl(*[t._buf for t in tensors])
+    except TypeError:
+        _check_rule(name, prim, tensors, shape)  # raises the rule's clear error
+        raise
+    if type(out) is not np.ndarray:
+        out = np.asarray(out)
+    if out.shape != shape:  # a 0-d input and NumPy's scalar results
+        out = np.broadcast_to(out, shape)
+    result = wrap(out, weak)
+    if config.debug_nans:
+        _interp._check_nans(prim, result)
+    if config.check_avals:
+        want = _check_rule(name, prim, tensors, shape)
+        if want.shape != result.shape or want.dtype != result.dtype:
+            raise AssertionError(f"primitive '{prim.name}': NumPy impl gave "
+                                 f"{result.aval}, shape rule says {want}")
+    return result
 
 
 def _check_rule(name: str, prim, tensors, shape):

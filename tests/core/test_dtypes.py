@@ -121,6 +121,30 @@ def test_weak_result_stays_weak_until_it_meets_a_strong_type():
     assert fg.result_type(half, 2.0, 3) == fg.float16
 
 
+def test_tensors_of_one_dtype_keep_promotion_rules():
+    # two tensors of one dtype and shape take an eager shortcut past promotion: what they
+    # give must be what promotion gives (weakness, bools, integer division, comparisons)
+    weak = fnp.asarray(2.0)
+    strong = fg.ones((), dtype=fg.float32)
+    assert fnp.add(weak, weak).weak_type and fnp.add(weak, weak).dtype == fg.float32
+    assert not fnp.add(weak, strong).weak_type and not fnp.add(strong, weak).weak_type
+    assert not fnp.less(weak, weak).weak_type and fnp.less(weak, weak).dtype == fg.bool_
+    half = fg.ones(2, dtype=fg.float16)
+    assert (fnp.multiply(weak, weak) * half).dtype == fg.float16
+    i = fg.tensor([7, 8])
+    assert fnp.divide(i, i).dtype == fg.float32
+    np.testing.assert_array_equal(fnp.floor_divide(i, fg.tensor([2, 3])), [3, 2])
+    t = fg.tensor([True, False])
+    assert fnp.add(t, t).dtype == fg.bool_
+    np.testing.assert_array_equal(fnp.add(t, t), [True, False])
+    np.testing.assert_array_equal(fnp.less(t, fg.tensor([False, True])), [False, True])
+    np.testing.assert_array_equal(fnp.left_shift(t, t), [2, 0])
+    with pytest.raises(TypeError, match="bit shifts need integer"):
+        fnp.left_shift(half, half)
+    with pytest.raises(TypeError, match="bitwise_and"):
+        fnp.bitwise_and(half, half)
+
+
 def test_python_scalar_defaults():
     assert fg.tensor(1.0).dtype == fg.float32
     assert fg.tensor(1).dtype == fg.int32
