@@ -23,7 +23,7 @@ WORKERS ?= $(shell $(PYTHON) -c "import os; f = getattr(os, 'sched_getaffinity',
 	print(max(1, min(4, len(f(0)) if f else os.cpu_count() or 1)))")
 
 test: $(STAMP)
-	$(PY) -m pytest -n $(WORKERS) --dist worksteal
+	$(PY) -m pytest -n $(WORKERS) --dist worksteal --durations=30
 
 bench: $(STAMP)
 	$(PY) benchmarks/run.py
