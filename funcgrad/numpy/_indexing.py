@@ -14,11 +14,12 @@ import operator
 import numpy as np
 
 from funcgrad.core import dtypes
+from funcgrad.core import interpreter as _interp
 from funcgrad.core.prims import elementwise as ew
 from funcgrad.core.prims import indexing as ix
 from funcgrad.core.prims import sorting
 from funcgrad.core.prims import structural as st
-from funcgrad.core.tensor import Tensor
+from funcgrad.core.tensor import Tensor, wrap
 from funcgrad.numpy import _elementwise as elt
 from funcgrad.numpy._util import (
     asarray,
@@ -126,6 +127,19 @@ def _normalized_indices(value, size, axis, mode=None):
     return value
 
 
+_BASIC_ENTRIES = (int, slice, type(None), type(Ellipsis))
+
+
+def _basic(index) -> bool:
+    """Whether ``index`` is a basic index of Python ints, slices of ints, None and
+    Ellipsis (no arrays, no bools, no tensors), which NumPy answers with a view."""
+    entries = index if type(index) is tuple else (index,)
+    return all(type(e) in _BASIC_ENTRIES and (
+        type(e) is not slice or all(type(v) in (int, type(None))
+                                    for v in (e.start, e.stop, e.step)))
+        for e in entries)
+
+
 def getitem(x, index, fill=None, mode=None):
     """``x[index]`` with NumPy semantics (advanced-index placement included).
 
@@ -134,6 +148,14 @@ def getitem(x, index, fill=None, mode=None):
     ``mode="clip"`` clamps every index, ``mode="fill"`` gives ``fill`` for every
     out-of-range one, concrete ones too (``.at[].get(mode=...)``).
     """
+    if (fill is None and mode is None and type(x) is Tensor
+            and _interp.current() is _interp.EAGER and _basic(index)):
+        buf = x._buf
+        if type(buf) is np.ndarray:  # eager fast path: NumPy's view (tensors are immutable)
+            try:
+                return wrap(buf[index], x._weak)
+            except IndexError:
+                pass  # out of range, too many indices: the message below names the axis
     x = asarray(x)
     if isinstance(index, (bool, np.bool_)):
         index = asarray(np.bool_(index))

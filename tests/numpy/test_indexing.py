@@ -72,7 +72,29 @@ def _array_and_index(draw, allow_arrays=True):
 @given(case=_array_and_index(allow_arrays=False))
 def test_basic_indexing_matches_numpy(case):
     x, index = case
-    _check(fg.tensor(x)[index], x[index])
+    _check(fg.tensor(x)[index], x[index])  # eagerly: NumPy's view
+    # traced (under vmap): slice, rev and reshape primitives
+    _check(fg.vmap(lambda t: t[index])(fg.tensor(x[None])), x[index][None])
+
+
+def test_a_view_keeps_its_values_when_its_base_is_a_temporary():
+    # eager basic indexing returns a NumPy view; the base's buffer must not be reused in
+    # place by a later operation on the temporary it belonged to
+    x = fnp.ones(100_000, dtype=fnp.float32)
+    views = []
+
+    def keep_a_view(t):
+        views.append(t[:3])
+        return t
+
+    y = fnp.exp(keep_a_view(x * 2.0))
+    np.testing.assert_array_equal(views[0], [2.0, 2.0, 2.0])
+    np.testing.assert_allclose(y[:3], np.exp([2.0, 2.0, 2.0]), rtol=1e-6)
+    row = fnp.asarray(np.arange(12.0).reshape(3, 4))[1]
+    assert not row.weak_type and row.dtype == fnp.float64
+    np.testing.assert_array_equal(row, [4.0, 5.0, 6.0, 7.0])
+    with pytest.raises(IndexError, match="out of bounds for axis 0 with size 3"):
+        fnp.asarray(np.zeros((3, 4)))[3]
 
 
 @given(case=_array_and_index(), as_tensors=hs.booleans())
