@@ -1206,7 +1206,11 @@ def _while_loop_op(ctx, init, init_avals, cond_fn, body_fn):
 
     # A carry starts from a copy of its own when its initial value
     # - is a function argument's buffer and the carry is updated in place (IREE would
-    #   update the caller's memory: rules.may_alias_argument);
+    #   update the caller's memory: rules.may_alias_argument), or its yield is replaced by
+    #   a select or a copy (_aliased_yields): jvp(jit) of a while_loop resetting carries
+    #   that start from x and its tangent failed at run time ("indirect buffer reference
+    #   ... out of range", test_jvp_of_a_loop_resetting_carries_that_start_from_the_
+    #   arguments);
     # - is (or IREE's CSE would make it) the initial value of another carry: IREE 3.13 then
     #   shares one buffer between them.  jit(grad) of a scan of xs=a with carry a[0], or of
     #   a fori_loop carrying (a, a), gave wrong gradients (two zero-filled outputs); loops
@@ -1234,7 +1238,7 @@ def _while_loop_op(ctx, init, init_avals, cond_fn, body_fn):
                 continue
             shared = any(rules.same_value(ctx, init[k], op.operands[j])
                          for j in range(len(init)) if j != k)
-            if shared or (k in updated and rules.may_alias_argument(ctx, init[k])):
+            if shared or (k in marked and rules.may_alias_argument(ctx, init[k])):
                 op.operands[k] = rules.fresh_copy(ctx, init[k], init_avals[k], tag=copies)
                 copies += 1
     return list(op.results)

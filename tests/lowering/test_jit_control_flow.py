@@ -592,3 +592,17 @@ def test_grad_of_a_fori_loop_whose_two_changing_carries_start_alike():
         return fnp.sum(fun(v) * w)
     np.testing.assert_allclose(fg.grad(lambda v: fnp.sum(fg.jit(fun)(v) * w))(x).numpy(),
                                fg.grad(loss)(x).numpy(), rtol=1e-12)
+
+
+def test_jvp_of_a_loop_resetting_carries_that_start_from_the_arguments():
+    # carries starting from x (and, in the jvp, from its tangent) that the body replaces
+    # by a constant or another carry: run from the argument's own buffer, IREE failed at
+    # run time ("OUT_OF_RANGE; indirect buffer reference", a sixth sweep's seed 6433)
+    c0 = fg.tensor(np.array([0.3, -0.2, 0.5, 0.1, -0.4]))
+    c1 = fg.tensor(np.array([1.0, 2.0, -1.0, 0.5, 0.25]))
+
+    def fun(x):
+        _, reset, _, handed = fg.while_loop(
+            lambda c: c[0] < 4, lambda c: (c[0] + 1, c0 * 2.0, c1, c[2]), (0, x, x, c1))
+        return reset + handed
+    _assert_jvps_of_jit_match(fun, fg.tensor(_X), fg.tensor(_W))
