@@ -75,6 +75,9 @@ class EagerInterpreter(Interpreter):
                 # a raw NumPy constant is strongly typed (as its abstract value says)
                 weak = weak and isinstance(arg, (int, float, complex)) and not isinstance(
                     arg, (bool, np.generic))
+        # a primitive told its output's weakness (convert_element_type) gets it, as its
+        # abstract evaluation says
+        weak = params.get("weak_type", weak)
         if on_gpu:
             out = gpu.run_impl(prim, args, values, params)
         else:

@@ -145,6 +145,16 @@ def test_tensors_of_one_dtype_keep_promotion_rules():
         fnp.bitwise_and(half, half)
 
 
+def test_weak_int_and_weak_float_make_a_weak_float_eagerly_as_traced():
+    # the int is converted with weak_type=True: the eager result was strong, so it then
+    # turned a float16 tensor into float32 (JAX: float16), unlike the same code traced
+    a, b = fnp.asarray(2), fnp.asarray(2.5)
+    eager = fnp.add(a, b)
+    (traced,) = fg.make_ir(fnp.add)(a, b).out_avals
+    assert eager.weak_type and traced.weak_type
+    assert (eager * fg.ones(2, dtype=fg.float16)).dtype == fg.float16
+
+
 def test_python_scalar_defaults():
     assert fg.tensor(1.0).dtype == fg.float32
     assert fg.tensor(1).dtype == fg.int32

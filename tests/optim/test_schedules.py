@@ -73,10 +73,31 @@ def test_exponential_decay(staircase, begin, end_value):
     np.testing.assert_allclose(got, expected, rtol=1e-5)
 
 
-def test_schedules_take_python_ints_and_return_float32():
+def test_schedules_take_python_ints_and_return_weak_float64():
+    # like a Python float: full precision, and the dtype of what it scales wins
     out = optim.linear_schedule(1.0, 0.0, 10)(3)
-    assert isinstance(out, fg.Tensor) and out.dtype == fg.float32
-    np.testing.assert_allclose(float(out), 0.7, rtol=1e-6)
+    assert isinstance(out, fg.Tensor) and out.dtype == fg.float64 and out.weak_type
+    assert float(out) == 1.0 - 3 / 10
+    assert (out * fg.ones(2, dtype=fg.float32)).dtype == fg.float32
+    assert (out * fg.ones(2, dtype=fg.bfloat16)).dtype == fg.bfloat16
+    assert float(optim.constant_schedule(0.1)(0)) == 0.1
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_a_schedule_steps_as_exactly_as_its_number(dtype):
+    # a float64 model stepped with constant_schedule(0.1) moves as with 0.1 itself (a
+    # float32 schedule was 1.5e-9 off); float32 models stay float32
+    params = {"w": fg.tensor(np.array([1.0, -2.0], dtype))}
+    grads = {"w": fg.tensor(np.array([1.0, 3.0], dtype))}
+    steps = {}
+    for name, lr in [("number", 0.1), ("schedule", optim.constant_schedule(0.1))]:
+        for make in (optim.sgd, optim.adam):
+            opt = make(lr)
+            updates, _ = fg.jit(opt.update)(grads, opt.init(params), params)
+            steps[name, make] = updates["w"]
+    for make in (optim.sgd, optim.adam):
+        assert steps["schedule", make].dtype == dtype
+        np.testing.assert_array_equal(steps["schedule", make], steps["number", make])
 
 
 def test_invalid_arguments():
