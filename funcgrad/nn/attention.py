@@ -24,15 +24,18 @@ class MultiheadAttention(Module):
     (3E,) (zeros), ``out_proj`` a ``Linear(E, E)`` with a zero bias.
 
     Call as ``mha(query, key, value, *, key_padding_mask=None, attn_mask=None,
-    is_causal=False, need_weights=False, average_attn_weights=True, dropout_key=None)``
+    is_causal=False, need_weights=False, average_attn_weights=True, dropout_key=None,
+    inference=None)``
     with ``query`` ``(N, L, E)`` or ``(L, E)`` and ``key``/``value`` ``(N, S, E)`` or
     ``(S, E)``.  Masks follow PyTorch's ``nn.MultiheadAttention``: a boolean ``attn_mask``
     ``(L, S)`` or ``(N * num_heads, L, S)`` is True where attention is NOT allowed; a
     float mask is added to the scores; ``key_padding_mask`` ``(N, S)`` is True at keys to
     ignore.  ``is_causal=True`` additionally masks future positions (``j > i``).  Note
     that ``F.scaled_dot_product_attention``'s boolean mask has the opposite meaning (True =
-    allowed), also as in PyTorch.  Dropout on the attention weights runs only when
-    ``dropout_key`` is given.
+    allowed), also as in PyTorch.  With ``dropout > 0``, training calls need
+    ``dropout_key`` (as ``nn.Dropout`` needs ``key``: a ``ValueError`` otherwise, rather
+    than training without the dropout asked for); ``inference=True`` (at construction or
+    at the call) turns dropout off.
 
     Returns the output ``(N, L, E)`` (or ``(L, E)``), or ``(output, weights)`` with
     ``need_weights=True``: weights ``(N, L, S)`` averaged over the heads (``(N,
@@ -42,6 +45,7 @@ class MultiheadAttention(Module):
         embed_dim: the model dimension ``E`` (query, key and value all have it).
         num_heads: the number of heads; must divide ``embed_dim``.
         dropout: dropout probability on the attention weights.
+        inference: the default mode (a call's ``inference=`` overrides it); keyword-only.
         bias: whether the projections have biases.
         key: the random key for the initialization (keyword-only).
         dtype: the parameters' dtype (float32 by default).
@@ -60,9 +64,10 @@ class MultiheadAttention(Module):
     embed_dim: int
     num_heads: int
     dropout: float
+    inference: bool
 
     def __init__(self, embed_dim: int, num_heads: int, *, dropout: float = 0.0,
-                 bias: bool = True, key, dtype=None):
+                 bias: bool = True, key, dtype=None, inference: bool = False):
         if num_heads < 1 or embed_dim % num_heads:
             raise ValueError(f"MultiheadAttention: embed_dim ({embed_dim}) must be divisible "
                              f"by num_heads ({num_heads})")
@@ -71,6 +76,7 @@ class MultiheadAttention(Module):
         dtype = dtypes.float32 if dtype is None else dtypes.canonicalize(dtype)
         self.embed_dim, self.num_heads, self.dropout = int(embed_dim), int(num_heads), \
             float(dropout)
+        self.inference = bool(inference)
         in_key, out_key = random.split(key)
         self.in_proj_weight = init.xavier_uniform(in_key, (3 * embed_dim, embed_dim), dtype)
         self.in_proj_bias = init.zeros(None, (3 * embed_dim,), dtype) if bias else None
@@ -91,7 +97,8 @@ class MultiheadAttention(Module):
 
     def forward(self, query, key, value, *, key_padding_mask=None, attn_mask=None,
                 is_causal: bool = False, need_weights: bool = False,
-                average_attn_weights: bool = True, dropout_key=None):
+                average_attn_weights: bool = True, dropout_key=None,
+                inference: bool | None = None):
         query, key, value = asarray(query), asarray(key), asarray(value)
         e, h = self.embed_dim, self.num_heads
         unbatched = query.ndim == 2
@@ -112,7 +119,12 @@ class MultiheadAttention(Module):
         scores = fnp.matmul(q, fnp.swapaxes(k, -1, -2)) * (1.0 / math.sqrt(e // h))
         allowed, additive = self._masks(attn_mask, key_padding_mask, is_causal, n, length,
                                         source, unbatched, scores.dtype)
-        use_dropout = self.dropout > 0.0 and dropout_key is not None
+        inference = self.inference if inference is None else inference
+        use_dropout = self.dropout > 0.0 and not inference
+        if use_dropout and dropout_key is None:
+            raise ValueError(f"MultiheadAttention: dropout={self.dropout} needs a random key "
+                             "in training: pass dropout_key=..., or inference=True (at the "
+                             "call or construction) to turn dropout off")
         weights = F.attention_weights(scores, allowed=allowed, additive=additive,
                                       dropout_p=self.dropout if use_dropout else 0.0,
                                       dropout_key=dropout_key)

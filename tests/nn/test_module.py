@@ -207,7 +207,8 @@ def test_call_keywords_detection():
     key = fg.random.key(0)
     assert call_keywords(nn.Dropout(0.1)) == {"key", "inference"}
     assert call_keywords(nn.Linear(2, 2, key=key)) == set()
-    assert call_keywords(nn.MultiheadAttention(4, 2, key=key)) == set()  # `key` is a tensor
+    # its `key` is a tensor; `inference` turns its dropout off
+    assert call_keywords(nn.MultiheadAttention(4, 2, key=key)) == {"inference"}
     assert call_keywords(lambda x, key=None: x) == {"key"}
     assert call_keywords(F.relu) == set()
 
