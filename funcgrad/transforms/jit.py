@@ -619,6 +619,8 @@ class Jitted:
                  donate_argnames=()):
         functools.update_wrapper(self, fun)
         self.fun = fun
+        # what errors and logs call it: a module or other callable object by its class
+        self._name = getattr(fun, "__name__", None) or type(fun).__name__
         as_tuple = lambda x: (x,) if isinstance(x, (int, str)) else tuple(x)
         self.static_argnums = as_tuple(static_argnums)
         self.static_argnames = as_tuple(static_argnames)
@@ -632,14 +634,13 @@ class Jitted:
             self._infer_static(self._signature)
         overlap = set(self.static_argnums) & set(self.donate_argnums)
         if overlap:
-            raise ValueError(f"jit({getattr(fun, '__name__', 'fun')}): argument(s) "
+            raise ValueError(f"jit({self._name}): argument(s) "
                              f"{sorted(overlap)} are both static and donated; a static "
                              "argument is a Python value with no buffer to donate")
         self._cache = _shared_traces(fun, (self.static_argnums, self.static_argnames,
                                            self.donate_argnums))
         self._last_key = None
         self._simple = not self.static_argnums and not self.static_argnames
-        self._name = getattr(fun, "__name__", "fun")
 
     def _infer_static(self, signature):
         """As JAX: a static argument is static whether passed by position or by name, so
@@ -647,7 +648,7 @@ class Jitted:
         params = list(signature.parameters.values())
         positional = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY,
                                                            p.POSITIONAL_OR_KEYWORD)]
-        name = f"jit({getattr(self.fun, '__name__', 'fun')})"
+        name = f"jit({self._name})"
         if not any(p.kind is p.VAR_KEYWORD for p in params):
             known = {p.name for p in params if p.kind is not p.POSITIONAL_ONLY}
             for option in ("static_argnames", "donate_argnames"):

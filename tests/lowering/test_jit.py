@@ -72,6 +72,13 @@ def test_traced_value_in_python_control_flow_names_the_fix():
     with pytest.raises(Exception, match=r"static_argnums|fg\.cond|cond"):
         fg.jit(f)(_f64(3))
 
+    class Gate:  # a callable object (a module) is named by its class
+        def __call__(self, x):
+            return f(x)
+
+    with pytest.raises(Exception, match=r"inside jit\(Gate\)"):
+        fg.jit(Gate())(_f64(3))
+
 
 # --- retracing ------------------------------------------------------------------------------
 
