@@ -40,7 +40,7 @@ def promote(name: str, *args, to_inexact: bool = False) -> list[Tensor]:
     ``to_inexact`` promotes integer and bool results to a float (true division, sqrt...):
     float32, float64 for 64-bit integers (``dtypes.float_dtype_for``).
     """
-    first = args[0]
+    first = args[0] if args else None
     if isinstance(first, Tensor) and first.dtype.kind != "b":
         # tensors of one (non-bool) dtype and weakness: nothing to promote
         dtype, weak = first.dtype, first.weak_type
