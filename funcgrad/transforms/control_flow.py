@@ -18,7 +18,7 @@ from funcgrad.core.ir import IR, Var, eval_ir, subprograms
 from funcgrad.core.primitive import Primitive, UndefinedPrimal
 from funcgrad.core.prims import elementwise as ew
 from funcgrad.core.prims.reductions import reduce_or
-from funcgrad.core.prims.structural import broadcast_in_dim, moveaxis
+from funcgrad.core.prims.structural import broadcast_in_dim, full, moveaxis
 from funcgrad.core.tensor import Tensor, wrap
 from funcgrad.transforms.ad import (
     NoReverseModeError,
@@ -311,16 +311,37 @@ def _cond_batch(axis_size, args, dims, *, branches):
         return outs, [0 if b else None for b in out_batched]
     # a batched predicate: run every branch on the batch and select per element
     index = _to_front(index, index_dim, axis_size)
+    inexact = [dtypes.is_inexact(aval_of(x).dtype) for x in ops]
+    ops = [_to_front(x, None, axis_size) if f and not b else x
+           for x, f, b in zip(ops, inexact, batched, strict=True)]
     results = []
-    for b in branches:
-        ir, _ = batch_ir(b, axis_size, batched, instantiate=True)
-        results.append(eval_ir(ir, *ops))
+    for k, b in enumerate(branches):
+        ir, _ = batch_ir(b, axis_size, [b or f for b, f in zip(batched, inexact, strict=True)],
+                         instantiate=True)
+        results.append(eval_ir(ir, *_where_taken(index, k, ops, inexact)))
     outs = []
     for per_branch in zip(*results, strict=False):
         shape = per_branch[0].shape
         which = broadcast_in_dim(index, shape, (0,))
         outs.append(ew.select_n(which, *per_branch))
     return outs, [0] * len(outs)
+
+
+def _where_taken(index, k, ops, inexact):
+    """Branch ``k``'s operands under a batched predicate ``index``: the float ones hold
+    their gradient only in the batch elements taking branch ``k`` (stop_gradient
+    elsewhere), as JAX.  Otherwise a branch's infinite derivative where it is not taken
+    (log at 0) meets the zero cotangent of the select: 0 * inf gave NaN gradients."""
+    from funcgrad.transforms.custom import stop_gradient
+
+    taken = ew.eq(index, full(index.shape, k, index.dtype))
+    guarded = []
+    for x, f in zip(ops, inexact, strict=True):
+        if f:
+            which = broadcast_in_dim(taken, x.shape, (0,))
+            x = ew.select_n(which, stop_gradient(x), x)
+        guarded.append(x)
+    return guarded
 
 
 def _cond_partial_eval(trace, args, params):

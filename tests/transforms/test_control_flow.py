@@ -144,6 +144,28 @@ def test_vmap_of_switch_batched_index():
     np.testing.assert_allclose(np.asarray(out), [1, 2, 3, 3])
 
 
+def test_gradient_of_a_batched_cond_ignores_the_branch_not_taken():
+    # under a batched predicate every branch runs on every element; a branch's infinite
+    # derivative where it is not taken (log at 0, sqrt at -1) gave NaN gradients (JAX: 0)
+    xs = f64(-1.0, 0.0, 2.0)
+    for fun in (lambda a: fg.cond(a > 0, fnp.log, fnp.zeros_like, a),
+                lambda a: fg.switch((a > 0).astype(fg.int32), [fnp.zeros_like, fnp.sqrt], a)):
+        want = [fg.grad(fun)(x) for x in xs]  # one element at a time: one branch runs
+        loss = lambda a, fun=fun: fnp.sum(fg.vmap(fun)(a))  # noqa: E731
+        np.testing.assert_allclose(fg.grad(loss)(xs), want, rtol=1e-15)
+        np.testing.assert_allclose(fg.jit(fg.grad(loss))(xs), want, rtol=1e-15)
+    # a closed-over (unbatched) weight gets the gradient of the branches taken only
+    w = fg.tensor(np.float64(1.5))
+
+    def weighted(w, a):
+        return fg.cond(a > 0, lambda v: fnp.log(v) * w, lambda v: fnp.sqrt(v) + w, a)
+
+    want = sum(fg.grad(weighted)(w, x) for x in f64(-1.0, 0.0, 2.0, 3.0))
+    got = fg.grad(lambda w: fnp.sum(fg.vmap(lambda a: weighted(w, a))(f64(-1.0, 0.0, 2.0,
+                                                                            3.0))))(w)
+    np.testing.assert_allclose(got, want, rtol=1e-15)
+
+
 def test_vmap_of_while_loop_runs_until_every_lane_done():
     out = fg.vmap(lambda v: fg.while_loop(lambda v: v < 10, lambda v: v * 2, v))(f64(1, 3, 20))
     np.testing.assert_allclose(np.asarray(out), [16, 12, 20])
