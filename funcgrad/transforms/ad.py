@@ -180,20 +180,8 @@ def jvp(fun, primals, tangents, has_aux: bool = False):
     if tree_p != tree_t:
         raise ValueError(f"jvp: primals and tangents differ in structure: {tree_p} vs {tree_t}")
     flat_p = [as_tensor(p) for p in flat_p]
-    checked = []
-    for p, t in zip(flat_p, flat_t, strict=False):
-        t = as_tensor(t)
-        if t.shape != p.shape:
-            raise ValueError(f"jvp: tangent shape {t.shape} differs from primal shape {p.shape}")
-        if not is_differentiable(p.aval):
-            checked.append(None)
-            continue
-        if t.dtype != p.dtype and not t.weak_type:
-            raise TypeError(f"jvp: primal and tangent dtypes must be equal (as JAX): primal "
-                            f"{p.dtype.name}{list(p.shape)}, tangent "
-                            f"{t.dtype.name}{list(t.shape)}; convert the tangent with "
-                            f".astype({p.dtype.name})")
-        checked.append(t if t.dtype == p.dtype else t.astype(p.dtype))
+    checked = [_checked_like("jvp", "tangent", "primal", t, p.aval)
+               for p, t in zip(flat_p, flat_t, strict=False)]
     flat_fun, store = _flatten_fun(fun, tree_p, has_aux)
     outs, out_tangents = _jvp_flat(flat_fun, flat_p, checked)
     out_tangents = [zeros_for(aval_of(o)) if t is None else t
@@ -203,6 +191,24 @@ def jvp(fun, primals, tangents, has_aux: bool = False):
     if has_aux:
         return primal_out, tangent_out, store["aux"]
     return primal_out, tangent_out
+
+
+def _checked_like(name: str, what: str, of: str, value, aval):
+    """A tangent or cotangent ``value`` for a value of ``aval``: the same shape and (for a
+    differentiable value) the same dtype, as JAX asks (a weak Python scalar is converted);
+    None for a non-differentiable (integer) value, whose derivative is always zero."""
+    value = as_tensor(value)
+    if value.shape != aval.shape:
+        raise ValueError(f"{name}: {what} shape {value.shape} differs from {of} shape "
+                         f"{aval.shape}")
+    if not is_differentiable(aval):
+        return None
+    if value.dtype != aval.dtype and not value.weak_type:
+        raise TypeError(f"{name}: {of} and {what} dtypes must be equal (as JAX): {of} "
+                        f"{aval.dtype.name}{list(aval.shape)}, {what} "
+                        f"{value.dtype.name}{list(value.shape)}; convert the {what} with "
+                        f".astype({aval.dtype.name})")
+    return value if value.dtype == aval.dtype else value.astype(aval.dtype)
 
 
 # --- linearize and transpose ------------------------------------------------------------------
@@ -318,7 +324,9 @@ def linearize(fun, *primals, has_aux: bool = False):
         if tree_t != in_tree:
             raise ValueError(f"linearize: tangents structure {tree_t} differs from the "
                              f"primals' {in_tree}")
-        ins = [as_tensor(t) for t, d in zip(flat_t, differentiable, strict=False) if d]
+        checked = [_checked_like("linearize", "tangent", "primal", t, p.aval)
+                   for t, p in zip(flat_t, flat, strict=True)]
+        ins = [t for t, d in zip(checked, differentiable, strict=True) if d]
         return tree_unflatten(store["tree"], eval_ir(linear_ir, *ins))
 
     if has_aux:
@@ -376,11 +384,8 @@ def vjp(fun, *primals, has_aux: bool = False):
                              f"{out_tree}")
         cts = []
         for ct, aval in zip(flat_ct, out_avals, strict=False):
-            ct = as_tensor(ct)
-            if ct.shape != aval.shape:
-                raise ValueError(f"vjp: cotangent shape {ct.shape} differs from output shape "
-                                 f"{aval.shape}")
-            cts.append(ct.astype(aval.dtype) if ct.dtype != aval.dtype else ct)
+            checked = _checked_like("vjp", "cotangent", "output", ct, aval)
+            cts.append(as_tensor(ct).astype(aval.dtype) if checked is None else checked)
         return tree_unflatten(in_tree, vjp_flat(cts))
 
     primal_out = tree_unflatten(out_tree, outs)
@@ -445,8 +450,10 @@ def _check_inexact_inputs(name, diff_args):
                             "as a static field)")
 
 
-def value_and_grad(fun, argnums=0, has_aux: bool = False):
-    """``fun`` and its gradient with respect to the arguments ``argnums``.
+def value_and_grad(fun, argnums=0, has_aux: bool = False, holomorphic: bool = False):
+    """``fun`` and its gradient with respect to the arguments ``argnums``; with
+    ``holomorphic=True`` the complex derivative of a holomorphic ``fun`` of complex inputs
+    with a complex scalar output (as JAX).
 
     >>> fg.value_and_grad(lambda x: (x ** 2).sum())(fg.tensor([1.0, 2.0]))
     (tensor(5., dtype=float32), tensor([2., 4.], dtype=float32))
@@ -457,6 +464,8 @@ def value_and_grad(fun, argnums=0, has_aux: bool = False):
         nums, single = _argnums_tuple(argnums, len(args), "grad")
         partial, diff_args = _split_args(fun, args, kwargs, nums)
         _check_inexact_inputs("grad", diff_args)
+        if holomorphic:
+            _check_complex("grad", "input", tree_flatten(diff_args)[0])
         result = vjp(partial, *diff_args, has_aux=has_aux)
         out, pullback = result[0], result[1]
         if not isinstance(out, (Tensor, float, int)) or isinstance(out, bool):
@@ -464,12 +473,15 @@ def value_and_grad(fun, argnums=0, has_aux: bool = False):
                             f"{type(out).__name__} (use has_aux=True to return more, or vjp "
                             "for pytree outputs)")
         scalar = as_tensor(out)
+        if holomorphic:
+            _check_complex("grad", "output", [scalar])
         if (scalar.shape != () or not dtypes.is_inexact(scalar.dtype)
-                or dtypes.is_complex(scalar.dtype)):
+                or (dtypes.is_complex(scalar.dtype) and not holomorphic)):
             raise TypeError(f"grad requires a real scalar float output (shape (), floating "
                             f"dtype); got shape {scalar.shape} and dtype {scalar.dtype.name}. "
                             "Use vjp or jacrev for non-scalar outputs, .sum() to reduce, and "
-                            "fnp.real/fnp.abs for complex values.")
+                            "fnp.real/fnp.abs for complex values (or holomorphic=True for "
+                            "the complex derivative of a holomorphic function).")
         grads = pullback(full((), 1, scalar.dtype) if isinstance(out, Tensor) else
                          tree_unflatten(tree_flatten(out)[1], [full((), 1, scalar.dtype)]))
         grads = grads[0] if single else grads
@@ -480,13 +492,16 @@ def value_and_grad(fun, argnums=0, has_aux: bool = False):
     return value_and_grad_fun
 
 
-def grad(fun, argnums=0, has_aux: bool = False):
-    """The gradient of scalar-valued ``fun`` with respect to argument(s) ``argnums``.
+def grad(fun, argnums=0, has_aux: bool = False, holomorphic: bool = False):
+    """The gradient of scalar-valued ``fun`` with respect to argument(s) ``argnums``
+    (``holomorphic=True``: the complex derivative of a holomorphic ``fun``, as JAX).
 
     >>> fg.grad(lambda x: fnp.sin(x).sum())(fg.tensor([0.0, 1.0]))
     tensor([1.       , 0.5403023], dtype=float32)
+    >>> fg.grad(lambda z: z * z, holomorphic=True)(fg.tensor(1.0 + 2.0j))
+    tensor(2.+4.j, dtype=complex64)
     """
-    vg = value_and_grad(fun, argnums, has_aux)
+    vg = value_and_grad(fun, argnums, has_aux, holomorphic)
 
     @functools.wraps(fun)
     def grad_fun(*args, **kwargs):
@@ -511,6 +526,16 @@ def _std_basis(flat):
     return out, sizes
 
 
+def _check_complex(name: str, what: str, leaves) -> None:
+    """holomorphic=True differentiates complex functions of complex values only (as JAX)."""
+    for leaf in leaves:
+        dtype = as_tensor(leaf).dtype
+        if not dtypes.is_complex(dtype):
+            raise TypeError(f"{name} with holomorphic=True requires complex {what}s, got an "
+                            f"{what} of dtype {dtype.name}; convert it with "
+                            f".astype(fg.complex64) or drop holomorphic=True")
+
+
 def _jacobian_inputs(name, fun, argnums, has_aux, args, kwargs):
     """What jacfwd and jacrev share: the differentiated arguments as flat tensors and
     ``fun`` as a flat function of them (its output tree lands in ``store``)."""
@@ -523,10 +548,11 @@ def _jacobian_inputs(name, fun, argnums, has_aux, args, kwargs):
     return single, flat_in, in_tree, flat_fun, store
 
 
-def jacfwd(fun, argnums=0, has_aux: bool = False):
+def jacfwd(fun, argnums=0, has_aux: bool = False, holomorphic: bool = False):
     """The Jacobian of ``fun`` by forward mode (one JVP per input element, vmapped).
 
-    Output blocks have shape ``out.shape + in.shape``.
+    Output blocks have shape ``out.shape + in.shape``.  Inputs are real, unless
+    ``holomorphic=True`` (complex inputs and outputs, the complex derivative), as JAX.
 
     >>> fg.jacfwd(fnp.sin)(fg.tensor([0.0, 1.0])).shape
     (2, 2)
@@ -537,6 +563,15 @@ def jacfwd(fun, argnums=0, has_aux: bool = False):
     def jacfun(*args, **kwargs):
         single, flat_in, in_tree, flat_fun, store = _jacobian_inputs(
             "jacfwd", fun, argnums, has_aux, args, kwargs)
+        if holomorphic:
+            _check_complex("jacfwd", "input", flat_in)
+        else:
+            for x in flat_in:  # a real basis would give the derivative along the reals only
+                if dtypes.is_complex(x.dtype):
+                    raise TypeError(f"jacfwd requires real inputs (as JAX), got one of dtype "
+                                    f"{x.dtype.name}; for a holomorphic function pass "
+                                    "holomorphic=True, otherwise use jacrev, or split the "
+                                    "input into real and imaginary parts")
         basis, sizes = _std_basis(flat_in)
 
         def push(*tangent_leaves):
@@ -545,6 +580,8 @@ def jacfwd(fun, argnums=0, has_aux: bool = False):
                           for o, t in zip(outs, tangents, strict=False)]
 
         outs, tangents = vmap(push, out_axes=(None, 0))(*basis)
+        if holomorphic:
+            _check_complex("jacfwd", "output", outs)
         blocks = []
         for out, tan in zip(outs, tangents, strict=False):
             row, offset = [], 0
@@ -561,8 +598,10 @@ def jacfwd(fun, argnums=0, has_aux: bool = False):
     return jacfun
 
 
-def jacrev(fun, argnums=0, has_aux: bool = False):
+def jacrev(fun, argnums=0, has_aux: bool = False, holomorphic: bool = False):
     """The Jacobian of ``fun`` by reverse mode (one VJP per output element, vmapped).
+    Outputs are real, unless ``holomorphic=True`` (complex inputs and outputs, the complex
+    derivative), as JAX.
 
     >>> fg.jacrev(fnp.sin)(fg.tensor([0.0, 1.0])).shape
     (2, 2)
@@ -574,12 +613,17 @@ def jacrev(fun, argnums=0, has_aux: bool = False):
         single, flat_in, in_tree, flat_fun, store = _jacobian_inputs(
             "jacrev", fun, argnums, has_aux, args, kwargs)
         outs, pullback = _vjp_flat(flat_fun, flat_in)
+        if holomorphic:
+            _check_complex("jacrev", "input", flat_in)
+            _check_complex("jacrev", "output", outs)
         for out in outs:
-            if not dtypes.is_inexact(out.dtype) or dtypes.is_complex(out.dtype):
+            if not dtypes.is_inexact(out.dtype) or (dtypes.is_complex(out.dtype)
+                                                     and not holomorphic):
                 raise TypeError(f"jacrev requires real floating outputs (as JAX), got an "
                                 f"output of dtype {out.dtype.name} and shape {out.shape}; "
-                                "take fnp.real/fnp.imag of complex outputs, and use jacfwd "
-                                "or stop_gradient for integer or boolean ones")
+                                "take fnp.real/fnp.imag of complex outputs (or pass "
+                                "holomorphic=True for a holomorphic function), and use "
+                                "jacfwd or stop_gradient for integer or boolean ones")
         basis, sizes = _std_basis(outs)
         rows = vmap(lambda *cts: pullback(list(cts)))(*basis)
 
@@ -597,11 +641,12 @@ def jacrev(fun, argnums=0, has_aux: bool = False):
     return jacfun
 
 
-def hessian(fun, argnums=0, has_aux: bool = False):
-    """The Hessian of scalar ``fun``: ``jacfwd(jacrev(fun))``.
+def hessian(fun, argnums=0, has_aux: bool = False, holomorphic: bool = False):
+    """The Hessian of scalar ``fun``: ``jacfwd(jacrev(fun))`` (``holomorphic`` passed to
+    both).
 
     >>> fg.hessian(lambda x: (x ** 3).sum())(fg.tensor([1.0, 2.0]))
     tensor([[ 6.,  0.],
             [ 0., 12.]], dtype=float32)
     """
-    return jacfwd(jacrev(fun, argnums, has_aux), argnums, has_aux)
+    return jacfwd(jacrev(fun, argnums, has_aux, holomorphic), argnums, has_aux, holomorphic)

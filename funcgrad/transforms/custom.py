@@ -381,6 +381,8 @@ class custom_vjp:  # noqa: N801  (JAX's name)
             residuals = tree_unflatten(res_tree, list(res))
             in_cts = (user_bwd(*nondiff_values, residuals, ct) if nondiff_values
                       else user_bwd(residuals, ct))
+            if isinstance(in_cts, list):  # JAX accepts a list too
+                in_cts = tuple(in_cts)
             if not isinstance(in_cts, tuple) or len(in_cts) != len(diff):
                 raise TypeError(f"custom_vjp function {name}: bwd must return a tuple with one "
                                 f"cotangent per differentiable argument ({len(diff)}), got "
@@ -514,7 +516,11 @@ def checkpoint(fun, prevent_cse: bool = True, policy=None, static_argnums=()):
 
     @functools.wraps(fun)
     def wrapped(*args, **kwargs):
-        fixed = {i % len(args) for i in static if -len(args) <= i < len(args)}
+        outside = sorted(i for i in static if not -len(args) <= i < len(args))
+        if outside:
+            raise ValueError(f"checkpoint: static_argnums {outside} out of range for a call "
+                             f"with {len(args)} positional argument(s)")
+        fixed = {i % len(args) for i in static}
         dynamic = tuple(a for i, a in enumerate(args) if i not in fixed)
 
         def call(*dyn):

@@ -256,6 +256,20 @@ def test_checkpoint_and_make_ir_take_static_argnums():
     got = fg.grad(fg.checkpoint(repeated_sin, static_argnums=(1,)))(fg.tensor(1.0), 2)
     want = fg.grad(lambda x: repeated_sin(x, 2))(fg.tensor(1.0))
     np.testing.assert_allclose(got, want, rtol=1e-6)
+    with pytest.raises(ValueError, match=r"static_argnums \[3\] out of range .* 2 positional"):
+        fg.grad(fg.checkpoint(repeated_sin, static_argnums=(3,)))(fg.tensor(1.0), 2)
+
+
+def test_custom_vjp_bwd_may_return_a_list():
+    @fg.custom_vjp
+    def scaled(a, b):
+        return a * b
+
+    scaled.defvjp(lambda a, b: (scaled(a, b), (a, b)), lambda res, g: [g * res[1], g * res[0]])
+    got = fg.grad(lambda a, b: scaled(a, b).sum(), argnums=(0, 1))(fg.tensor([1.0, 2.0]),
+                                                                   fg.tensor([3.0, 5.0]))
+    np.testing.assert_allclose(got[0], [3.0, 5.0])
+    np.testing.assert_allclose(got[1], [1.0, 2.0])
 
 
 def test_custom_vjp_bwd_may_give_none_for_single_leaves():

@@ -86,6 +86,22 @@ def test_vjp_cotangent_checks():
         pullback(t64([1.0, 2.0, 3.0]))
     with pytest.raises(ValueError, match="structure"):
         pullback((t64([1.0, 2.0]), t64(1.0)))
+    # another dtype is refused, as JAX (a complex one silently lost its imaginary part)
+    for wrong in (np.float32, np.complex128):
+        with pytest.raises(TypeError, match=r"output and cotangent dtypes must be equal.*"
+                                            r"output float64\[2\].*astype\(float64\)"):
+            pullback(fg.tensor(np.ones(2, wrong)))
+    np.testing.assert_allclose(pullback(t64([1.0, 2.0]))[0], np.cos([1.0, 2.0]) * [1, 2])
+
+
+def test_linearized_function_checks_its_tangents():
+    _, f_jvp = fg.linearize(fnp.sin, t64([0.5, 1.0, 2.0]))
+    with pytest.raises(ValueError, match=r"linearize: tangent shape \(2, 3\) differs from "
+                                         r"primal shape \(3,\)"):
+        f_jvp(t64(np.ones((2, 3))))  # it used to broadcast
+    with pytest.raises(TypeError, match="linearize: primal and tangent dtypes must be equal"):
+        f_jvp(fg.tensor(np.ones(3, np.float32)))
+    np.testing.assert_allclose(f_jvp(t64([1.0, 2.0, 3.0])), np.cos([0.5, 1.0, 2.0]) * [1, 2, 3])
 
 
 # --- vmap axes -------------------------------------------------------------------------------
