@@ -10,7 +10,8 @@ Workloads (targets from /work/shared/PERF.md):
 
 - ``dispatch``: eager ``a + b`` on two 2x3 float32 tensors, microseconds per op
   (target <= 1.5 us).  Informational rows: ``x * 2.0`` (a weak Python scalar),
-  ``tanh(x)`` and the 10-op chain of ``bench_anchors.py``.
+  ``tanh(x)``, the function ``add(a, b)``, ``a / b``, the basic index ``a[0]`` and the
+  10-op chain of ``bench_anchors.py``.
 - ``elementwise``: eager ``tanh(x) * x + 0.5 * x**2 - exp(-x)`` on 16M float32
   (target <= 1.1x NumPy).  The ``numpy (ufunc calls)`` row is the same chain written with
   ``np.multiply(...)`` calls, which NumPy cannot compute in place (see RESULTS.md).
@@ -153,6 +154,9 @@ def dispatch(frameworks: list, passes: int, inner: int) -> list:
         "a+b 2x3": (1, lambda ns, a, b: (lambda: a + b)),
         "x*2.0 2x3": (1, lambda ns, a, b: (lambda: a * 2.0)),
         "tanh(x) 2x3": (1, lambda ns, a, b: (lambda: ns.tanh(a))),
+        "add(a, b) 2x3": (1, lambda ns, a, b: (lambda: ns.add(a, b))),
+        "a/b 2x3": (1, lambda ns, a, b: (lambda: a / b)),
+        "a[0] 2x3": (1, lambda ns, a, b: (lambda: a[0])),
         "10-op chain 2x3": (10, lambda ns, a, b: (lambda: _ten_op_chain(ns, a, b))),
     }
     for variant, (ops, make) in variants.items():
