@@ -1239,11 +1239,15 @@ def _while_loop_op(ctx, init, init_avals, cond_fn, body_fn):
     #   starting from x, failed at run time ("indirect buffer reference ... out of range");
     #   two recomputed carries starting from x failed to compile ("'!stream.resource<
     #   constant>' should match '<external>'").  Carries recomputed every step get such
-    #   a copy only in loops at the function's top level and from a non-constant start:
-    #   copying a constant start for them broke the compile of nested scans the same way
-    #   (test_grad_of_nested_scans_around_a_fori_loop_of_a_closed_over_value), and copying
-    #   the start of carries handed on unchanged made grad(jit) of a reverse scan holding
-    #   a fori_loop fail at run time.  Copies padded like a scatter's operand once made
+    #   a copy only in loops at the function's top level, constant starts included
+    #   unless 0-d: two cotangent carries of a reverse scan starting from one zero constant
+    #   failed at run time (test_jit_grad_of_a_reverse_scan_holding_a_fori_loop), and so
+    #   did a copied loop counter starting from 0 like another integer carry (test_jit_
+    #   grad_of_a_one_step_fori_loop_scattering_into_a_carry).  In the sixteenth session's
+    #   code test_grad_of_nested_scans_around_a_fori_loop_of_a_closed_over_value passes
+    #   with these copies (copying constant starts once broke its compile); copying the
+    #   start of carries handed on unchanged made grad(jit) of a reverse scan holding a
+    #   fori_loop fail at run time.  Copies padded like a scatter's operand once made
     #   this rule give wrong gradients (test_grad_of_a_loop_resetting_a_carry_it_scatters_
     #   into; fresh_copy pads by 2 + tag since).
     updated = rules.updated_in_place(ctx, body_block)
@@ -1254,8 +1258,8 @@ def _while_loop_op(ctx, init, init_avals, cond_fn, body_fn):
         marked = updated | selected | copied
         nested = op.operation.parent.name != "func.func"
         for k in range(len(init)):
-            if k not in marked and (k in handed_on or nested or
-                                    rules.from_constant(init[k])):
+            if k not in marked and (k in handed_on or nested or (
+                    not init_avals[k].shape and rules.from_constant(init[k]))):
                 continue
             shared = any(rules.same_value(ctx, init[k], op.operands[j])
                          for j in range(len(init)) if j != k)

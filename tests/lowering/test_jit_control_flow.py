@@ -285,6 +285,14 @@ def _assert_jvps_of_jit_match(fun, x, t):
             np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-12)
 
 
+def _assert_jit_grad_matches(fun, x, w):
+    """jit(grad) of ``sum(fun(x) * w)`` at x equals the eager gradient."""
+    def loss(v):
+        return fnp.sum(fun(v) * w)
+    np.testing.assert_allclose(fg.jit(fg.grad(loss))(x).numpy(), fg.grad(loss)(x).numpy(),
+                               rtol=1e-12)
+
+
 def test_jvp_of_a_cond_branch_returning_two_alike_values():
     # a case (the other branch holds a checkpoint) whose taken branch returns two values
     # alike: IREE gave them one buffer ("OUT_OF_RANGE; indirect buffer reference")
@@ -550,10 +558,7 @@ def test_jit_grad_of_a_loop_swapping_carries_that_start_alike_around_a_checkpoin
         a, b = fg.fori_loop(1, 4, body, (x, x))
         return a + b
 
-    def loss(v):
-        return fnp.sum(fun(v) * w)
-    np.testing.assert_allclose(fg.jit(fg.grad(loss))(x).numpy(), fg.grad(loss)(x).numpy(),
-                               rtol=1e-12)
+    _assert_jit_grad_matches(fun, x, w)
 
 
 def test_a_scan_reading_a_closed_over_value_its_carries_also_start_from():
@@ -606,3 +611,36 @@ def test_jvp_of_a_loop_resetting_carries_that_start_from_the_arguments():
             lambda c: c[0] < 4, lambda c: (c[0] + 1, c0 * 2.0, c1, c[2]), (0, x, x, c1))
         return reset + handed
     _assert_jvps_of_jit_match(fun, fg.tensor(_X), fg.tensor(_W))
+
+
+def test_jit_grad_of_a_reverse_scan_holding_a_fori_loop():
+    # the backward loop's two cotangent carries start from one zero constant: IREE 3.13
+    # shared their buffer and failed at run time ("indirect buffer reference ... out of
+    # range"); constant starts shared by two carries are now copied too (top-level loops)
+    x, w = fg.tensor(_X), fg.tensor(_W)
+
+    def fun(x):
+        def body(carry, _):
+            a, _, c = carry
+            inner = fg.fori_loop(0, 2, lambda i, v: fnp.sin(v) + c * 0.5, c)
+            return (a - inner, x, fnp.tanh(c)), a
+        (_, b, c), ys = fg.scan(body, (x, x * 2.0, x * 3.0), None, length=4, reverse=True)
+        return b + c + ys[0]
+
+    _assert_jit_grad_matches(fun, x, w)
+
+
+def test_jit_grad_of_a_one_step_fori_loop_scattering_into_a_carry():
+    # the loop counter and another integer carry start from 0: a copy of the counter's
+    # 0-d constant start made IREE 3.13 fail at run time ("indirect buffer reference ...
+    # out of range"); 0-d constant starts are not copied
+    x, w = fg.tensor(_X), fg.tensor(_W)
+
+    def fun(x):
+        def body(i, carry):
+            a, b = carry
+            return x + b.at[i].mul(x[3]), a
+        a, b = fg.fori_loop(0, 1, body, (x, x))
+        return a + b
+
+    _assert_jit_grad_matches(fun, x, w)
