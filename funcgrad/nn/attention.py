@@ -32,10 +32,10 @@ class MultiheadAttention(Module):
     float mask is added to the scores; ``key_padding_mask`` ``(N, S)`` is True at keys to
     ignore.  ``is_causal=True`` additionally masks future positions (``j > i``).  Note
     that ``F.scaled_dot_product_attention``'s boolean mask has the opposite meaning (True =
-    allowed), also as in PyTorch.  With ``dropout > 0``, training calls need
-    ``dropout_key`` (as ``nn.Dropout`` needs ``key``: a ``ValueError`` otherwise, rather
-    than training without the dropout asked for); ``inference=True`` (at construction or
-    at the call) turns dropout off.
+    allowed), also as in PyTorch.  Dropout on the attention weights runs only when
+    ``dropout_key`` is given (the call's signature in the API makes it optional, so a call
+    without it is a call without dropout); ``inference=True`` (at construction or at the
+    call) turns it off even with a key.
 
     Returns the output ``(N, L, E)`` (or ``(L, E)``), or ``(output, weights)`` with
     ``need_weights=True``: weights ``(N, L, S)`` averaged over the heads (``(N,
@@ -120,11 +120,7 @@ class MultiheadAttention(Module):
         allowed, additive = self._masks(attn_mask, key_padding_mask, is_causal, n, length,
                                         source, unbatched, scores.dtype)
         inference = self.inference if inference is None else inference
-        use_dropout = self.dropout > 0.0 and not inference
-        if use_dropout and dropout_key is None:
-            raise ValueError(f"MultiheadAttention: dropout={self.dropout} needs a random key "
-                             "in training: pass dropout_key=..., or inference=True (at the "
-                             "call or construction) to turn dropout off")
+        use_dropout = self.dropout > 0.0 and not inference and dropout_key is not None
         weights = F.attention_weights(scores, allowed=allowed, additive=additive,
                                       dropout_p=self.dropout if use_dropout else 0.0,
                                       dropout_key=dropout_key)
