@@ -384,8 +384,16 @@ def vjp(fun, *primals, has_aux: bool = False):
                              f"{out_tree}")
         cts = []
         for ct, aval in zip(flat_ct, out_avals, strict=False):
-            checked = _checked_like("vjp", "cotangent", "output", ct, aval)
-            cts.append(as_tensor(ct).astype(aval.dtype) if checked is None else checked)
+            ct = as_tensor(ct)
+            if ct.shape != aval.shape:
+                raise ValueError(f"vjp: cotangent shape {ct.shape} differs from output shape "
+                                 f"{aval.shape}")
+            if dtypes.is_complex(ct.dtype) and not dtypes.is_complex(aval.dtype):
+                raise TypeError(f"vjp: a complex cotangent ({ct.dtype.name}) for the real "
+                                f"output {aval.dtype.name}{list(aval.shape)} would lose its "
+                                "imaginary part; pass a real cotangent")
+            # other dtypes are converted (a NumPy float64 array for a float32 output)
+            cts.append(ct.astype(aval.dtype) if ct.dtype != aval.dtype else ct)
         return tree_unflatten(in_tree, vjp_flat(cts))
 
     primal_out = tree_unflatten(out_tree, outs)
