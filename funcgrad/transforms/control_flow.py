@@ -314,10 +314,10 @@ def _cond_batch(axis_size, args, dims, *, branches):
     inexact = [dtypes.is_inexact(aval_of(x).dtype) for x in ops]
     ops = [_to_front(x, None, axis_size) if f and not b else x
            for x, f, b in zip(ops, inexact, batched, strict=True)]
+    now_batched = [b or f for b, f in zip(batched, inexact, strict=True)]
     results = []
-    for k, b in enumerate(branches):
-        ir, _ = batch_ir(b, axis_size, [b or f for b, f in zip(batched, inexact, strict=True)],
-                         instantiate=True)
+    for k, branch in enumerate(branches):
+        ir, _ = batch_ir(branch, axis_size, now_batched, instantiate=True)
         results.append(eval_ir(ir, *_where_taken(index, k, ops, inexact)))
     outs = []
     for per_branch in zip(*results, strict=False):
