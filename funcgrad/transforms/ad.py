@@ -544,14 +544,17 @@ def _check_complex(name: str, what: str, leaves) -> None:
                             f".astype(fg.complex64) or drop holomorphic=True")
 
 
-def _jacobian_inputs(name, fun, argnums, has_aux, args, kwargs):
-    """What jacfwd and jacrev share: the differentiated arguments as flat tensors and
-    ``fun`` as a flat function of them (its output tree lands in ``store``)."""
+def _jacobian_inputs(name, fun, argnums, has_aux, holomorphic, args, kwargs):
+    """What jacfwd and jacrev share: the differentiated arguments as flat tensors (complex
+    ones with ``holomorphic``) and ``fun`` as a flat function of them (its output tree lands
+    in ``store``)."""
     nums, single = _argnums_tuple(argnums, len(args), name)
     partial, diff_args = _split_args(fun, args, kwargs, nums)
     _check_inexact_inputs(name, diff_args)
     flat_in, in_tree = tree_flatten(diff_args)
     flat_in = [as_tensor(x) for x in flat_in]
+    if holomorphic:
+        _check_complex(name, "input", flat_in)
     flat_fun, store = _flatten_fun(partial, in_tree, has_aux)
     return single, flat_in, in_tree, flat_fun, store
 
@@ -570,10 +573,8 @@ def jacfwd(fun, argnums=0, has_aux: bool = False, holomorphic: bool = False):
 
     def jacfun(*args, **kwargs):
         single, flat_in, in_tree, flat_fun, store = _jacobian_inputs(
-            "jacfwd", fun, argnums, has_aux, args, kwargs)
-        if holomorphic:
-            _check_complex("jacfwd", "input", flat_in)
-        else:
+            "jacfwd", fun, argnums, has_aux, holomorphic, args, kwargs)
+        if not holomorphic:
             for x in flat_in:  # a real basis would give the derivative along the reals only
                 if dtypes.is_complex(x.dtype):
                     raise TypeError(f"jacfwd requires real inputs (as JAX), got one of dtype "
@@ -619,10 +620,9 @@ def jacrev(fun, argnums=0, has_aux: bool = False, holomorphic: bool = False):
 
     def jacfun(*args, **kwargs):
         single, flat_in, in_tree, flat_fun, store = _jacobian_inputs(
-            "jacrev", fun, argnums, has_aux, args, kwargs)
+            "jacrev", fun, argnums, has_aux, holomorphic, args, kwargs)
         outs, pullback = _vjp_flat(flat_fun, flat_in)
         if holomorphic:
-            _check_complex("jacrev", "input", flat_in)
             _check_complex("jacrev", "output", outs)
         for out in outs:
             if not dtypes.is_inexact(out.dtype) or (dtypes.is_complex(out.dtype)
