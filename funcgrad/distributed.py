@@ -17,7 +17,7 @@ Collectives are host-side operations: call them outside ``fg.jit``/``grad``/``vm
 >>> from funcgrad import distributed as dist
 >>> dist.init()
 >>> grads = dist.all_reduce({"w": fg.ones(3)}, op="mean")   # the mean over all ranks
->>> params = dist.broadcast(params, root=0)                 # rank 0's values everywhere
+>>> params = dist.broadcast({"w": fg.zeros(3)}, root=0)    # rank 0's values everywhere
 """
 
 from __future__ import annotations
@@ -64,7 +64,8 @@ def init(*, abort_on_error: bool = True) -> None:
             abort every rank (``MPI_Abort``, as ``python -m mpi4py`` does), so that one
             failing rank cannot leave the others waiting in a collective forever.
 
-    >>> dist.init(); dist.rank(), dist.world_size()
+    >>> from funcgrad import distributed as dist
+    >>> dist.init(); dist.rank(), dist.world_size()   # without mpiexec
     (0, 1)
     """
     global _comm, _mpi
@@ -118,7 +119,9 @@ def _install_abort_hook() -> None:
 def rank() -> int:
     """This process's index in the world, from 0 to ``world_size() - 1``.
 
+    >>> from funcgrad import distributed as dist
     >>> if dist.rank() == 0: print("only once")
+    only once
     """
     init()
     return _comm.Get_rank()
@@ -127,7 +130,10 @@ def rank() -> int:
 def world_size() -> int:
     """The number of processes (``N`` of ``mpiexec -n N``; 1 without ``mpiexec``).
 
-    >>> shard = batch[dist.rank()::dist.world_size()]
+    >>> from funcgrad import distributed as dist
+    >>> batch = fnp.arange(6)
+    >>> batch[dist.rank()::dist.world_size()]   # this rank's share: all of it in a world of one
+    tensor([0, 1, 2, 3, 4, 5], dtype=int32)
     """
     init()
     return _comm.Get_size()
@@ -138,6 +144,7 @@ def barrier() -> None:
 
     A rank that reaches another collective instead raises (on every rank) rather than hang.
 
+    >>> from funcgrad import distributed as dist
     >>> dist.barrier()
     """
     init()
@@ -160,9 +167,10 @@ def all_reduce(tree: Any, op: str = "sum") -> Any:
 
     Returns a pytree of Tensors of the same structure, shapes and dtypes.
 
-    >>> grads = dist.all_reduce(grads, op="mean")
-    >>> dist.all_reduce(fg.tensor(dist.rank()), op="sum")   # 0 + 1 on two ranks
-    tensor(1, dtype=int32)
+    >>> from funcgrad import distributed as dist
+    >>> grads = dist.all_reduce({"w": fg.ones(3)}, op="mean")
+    >>> dist.all_reduce(fg.tensor(dist.rank()), op="sum")   # 0 + 1 = 1 on two ranks
+    tensor(0, dtype=int32)
     """
     init()
     if op not in _OPS:
@@ -204,7 +212,8 @@ def broadcast(tree: Any, root: int = 0) -> Any:
         tree: a pytree of Tensors.
         root: the rank whose values are sent.
 
-    >>> params = dist.broadcast(init_params(key), root=0)
+    >>> from funcgrad import distributed as dist
+    >>> params = dist.broadcast({"w": fg.random.normal(fg.random.key(dist.rank()), (3,))})
     """
     init()
     size = _comm.Get_size()
@@ -227,8 +236,9 @@ def all_gather(tree: Any) -> Any:
     Leaf ``x`` of shape ``s`` becomes a Tensor of shape ``(world_size(), *s)`` whose
     entry ``i`` is rank ``i``'s ``x``; every rank gets the same result.
 
-    >>> dist.all_gather({"r": fg.tensor(dist.rank())})["r"]   # on two ranks
-    tensor([0, 1], dtype=int32)
+    >>> from funcgrad import distributed as dist
+    >>> dist.all_gather({"r": fg.tensor(dist.rank())})["r"]   # [0, 1] on two ranks
+    tensor([0], dtype=int32)
     """
     init()
     name = "all_gather()"

@@ -9,8 +9,8 @@ dtype against it.  Writes are atomic: a temporary file in the same directory, re
 over the target only once complete.
 
 >>> params = {"w": fg.ones((2, 3)), "b": fg.zeros(3)}
->>> fg.save("/tmp/params.safetensors", params)
->>> fg.load("/tmp/params.safetensors", like=params)["w"].shape
+>>> fg.save("params.safetensors", params)
+>>> fg.load("params.safetensors", like=params)["w"].shape
 (2, 3)
 """
 
@@ -164,7 +164,7 @@ def save(path: str | os.PathLike, tree: Any) -> None:
     the structure.  The data go to a temporary file next to ``path`` that replaces it only
     when complete, so a crash leaves the old file intact.
 
-    >>> fg.save("/tmp/model.safetensors", {"w": fg.ones(3)})
+    >>> fg.save("model.safetensors", {"w": fg.ones(3)})
     """
     path = os.fspath(path)
     directory = os.path.dirname(os.path.abspath(path))
@@ -240,8 +240,8 @@ def load(path: str | os.PathLike, like: Any = None) -> Any:
     Raises ``FileNotFoundError`` for a missing file and ``ValueError`` naming the file when
     it is truncated or corrupted.
 
-    >>> fg.save("/tmp/p.safetensors", {"w": fg.ones(2)})
-    >>> fg.load("/tmp/p.safetensors")
+    >>> fg.save("p.safetensors", {"w": fg.ones(2)})
+    >>> fg.load("p.safetensors")
     {'w': tensor([1., 1.], dtype=float32)}
     """
     path = os.fspath(path)

@@ -111,7 +111,7 @@ def threefry_2x32(key, count) -> Tensor:
     As ``jax.prng.threefry_2x32``: the flattened ``count`` (even length) is split in two
     halves that are the two counter words; the output has ``count``'s shape.
 
-    >>> random.threefry_2x32(random.key(0), fg.tensor([0, 0], dtype=fg.uint32)).shape
+    >>> fg.random.threefry_2x32(fg.random.key(0), fg.tensor([0, 0], dtype=fg.uint32)).shape
     (2,)
     """
     key = _check_key("threefry_2x32", key)
@@ -139,7 +139,7 @@ def key(seed) -> Tensor:
     ``key(1)`` is ``[0, 1]`` and ``key(2**32 + 5)`` is ``[1, 5]``, as ``jax.random.PRNGKey``.
     An integer tensor of shape ``()`` works too, also traced (e.g. ``vmap`` over seeds).
 
-    >>> random.key(42)
+    >>> fg.random.key(42)
     tensor([ 0, 42], dtype=uint32)
     """
     if isinstance(seed, (bool, np.bool_)) or (isinstance(seed, Tensor)
@@ -181,8 +181,8 @@ def split(key, num: int | Sequence[int] = 2) -> Tensor:
 
     ``num`` may also be a shape: ``split(key, (2, 3))`` has shape ``(2, 3, 2)``.
 
-    >>> k1, k2 = random.split(random.key(0))
-    >>> random.split(random.key(0), 4).shape
+    >>> k1, k2 = fg.random.split(fg.random.key(0))
+    >>> fg.random.split(fg.random.key(0), 4).shape
     (4, 2)
     """
     key = _check_key("split", key)
@@ -197,7 +197,7 @@ def fold_in(key, data) -> Tensor:
     A Python int must fit in 32 bits (signed or unsigned) and is taken modulo ``2**32``;
     an integer tensor of shape ``()`` (also traced) is converted to uint32 (wrapping).
 
-    >>> step_key = random.fold_in(random.key(0), 7)
+    >>> step_key = fg.random.fold_in(fg.random.key(0), 7)
     >>> step_key.shape, step_key.dtype
     ((2,), dtype('uint32'))
     """
@@ -243,7 +243,7 @@ def bits(key, shape: Sequence[int] = (), dtype=dtypes.uint32) -> Tensor:
 
     ``dtype`` is one of ``uint8, uint16, uint32, uint64``.
 
-    >>> random.bits(random.key(0), (3,)).dtype
+    >>> fg.random.bits(fg.random.key(0), (3,)).dtype
     dtype('uint32')
     """
     key = _check_key("bits", key)
@@ -272,7 +272,7 @@ def uniform(key, shape: Sequence[int] = (), dtype=dtypes.float32, minval=0.0,
     (a number in [1, 2)) minus 1, so every representable multiple of ``2**-nmant`` is
     equally likely (52 random bits for float64).
 
-    >>> random.uniform(random.key(0), (2,), minval=-1.0, maxval=1.0).shape
+    >>> fg.random.uniform(fg.random.key(0), (2,), minval=-1.0, maxval=1.0).shape
     (2,)
     """
     key = _check_key("uniform", key)
@@ -312,7 +312,7 @@ def normal(key, shape: Sequence[int] = (), dtype=dtypes.float32) -> Tensor:
 
     Computed as ``sqrt(2) * erf_inv(u)`` with ``u`` uniform in ``(-1, 1)``.
 
-    >>> random.normal(random.key(0), (1000,)).std() > 0.9
+    >>> fg.random.normal(fg.random.key(0), (1000,)).std() > 0.9
     tensor(True, dtype=bool)
     """
     key = _check_key("normal", key)
@@ -341,7 +341,7 @@ def truncated_normal(key, lower, upper, shape: Sequence[int] | None = None,
     ``lower`` and ``upper`` broadcast to ``shape`` (by default their broadcast shape) and
     may be infinite.
 
-    >>> x = random.truncated_normal(random.key(0), -2.0, 2.0, (100,))
+    >>> x = fg.random.truncated_normal(fg.random.key(0), -2.0, 2.0, (100,))
     >>> bool((x.min() > -2) & (x.max() < 2))
     True
     """
@@ -389,7 +389,7 @@ def _nextafter(x: Tensor, toward_positive: bool) -> Tensor:
 def exponential(key, shape: Sequence[int] = (), dtype=dtypes.float32) -> Tensor:
     """Exponential samples with rate 1 (mean 1): ``-log(1 - u)``.
 
-    >>> random.exponential(random.key(0), (3,)).shape
+    >>> fg.random.exponential(fg.random.key(0), (3,)).shape
     (3,)
     """
     key = _check_key("exponential", key)
@@ -402,7 +402,7 @@ def exponential(key, shape: Sequence[int] = (), dtype=dtypes.float32) -> Tensor:
 def gumbel(key, shape: Sequence[int] = (), dtype=dtypes.float32) -> Tensor:
     """Standard Gumbel samples: ``-log(-log(u))`` with ``u`` uniform in ``[tiny, 1)``.
 
-    >>> random.gumbel(random.key(0), (3,)).shape
+    >>> fg.random.gumbel(fg.random.key(0), (3,)).shape
     (3,)
     """
     key = _check_key("gumbel", key)
@@ -425,7 +425,7 @@ def bernoulli(key, p=0.5, shape: Sequence[int] | None = None) -> Tensor:
 
     ``p`` is a float or a float tensor broadcasting to ``shape`` (default: ``p``'s shape).
 
-    >>> random.bernoulli(random.key(0), 0.3, (4,)).dtype
+    >>> fg.random.bernoulli(fg.random.key(0), 0.3, (4,)).dtype
     dtype('bool')
     """
     import funcgrad.numpy as fnp
@@ -458,7 +458,7 @@ def randint(key, shape: Sequence[int], minval, maxval, dtype=dtypes.int32) -> Te
     is ``minval`` (as JAX).  Two words of random bits per sample keep the modulo bias
     small.
 
-    >>> random.randint(random.key(0), (5,), 0, 10).dtype
+    >>> fg.random.randint(fg.random.key(0), (5,), 0, 10).dtype
     dtype('int32')
     """
     import funcgrad.numpy as fnp
@@ -552,7 +552,7 @@ def permutation(key, x, axis: int = 0, independent: bool = False) -> Tensor:
     With ``independent=True`` every 1-d slice along ``axis`` is shuffled independently;
     otherwise whole slices move together.
 
-    >>> random.permutation(random.key(0), 5).shape
+    >>> fg.random.permutation(fg.random.key(0), 5).shape
     (5,)
     """
     import funcgrad.numpy as fnp
@@ -601,7 +601,7 @@ def choice(key, a, shape: Sequence[int] = (), replace: bool = True, p=None,
         p: optional probabilities of the n entries (need not be normalized).
         axis: the axis of ``a`` to draw slices along.
 
-    >>> random.choice(random.key(0), 10, (3,), replace=False).shape
+    >>> fg.random.choice(fg.random.key(0), 10, (3,), replace=False).shape
     (3,)
     """
     import funcgrad.numpy as fnp
@@ -669,7 +669,7 @@ def categorical(key, logits, axis: int = -1, shape: Sequence[int] | None = None)
     Uses the Gumbel-max trick: ``argmax(logits + gumbel noise)``.  ``shape`` (default:
     the logits' shape without ``axis``) may add leading batch dimensions.
 
-    >>> random.categorical(random.key(0), fg.tensor([0.0, 1.0, 2.0]), shape=(4,)).shape
+    >>> fg.random.categorical(fg.random.key(0), fg.tensor([0.0, 1.0, 2.0]), shape=(4,)).shape
     (4,)
     """
     import funcgrad.numpy as fnp

@@ -50,7 +50,7 @@ def map(f: Callable, tree: Any, *rest: Any, is_leaf: Callable[[Any], bool] | Non
         rest: pytrees with the same structure as ``tree`` (or with ``tree`` as a prefix).
         is_leaf: optional predicate; a subtree for which it returns True is a leaf.
 
-    >>> tree.map(lambda x, y: x + y, (1, [2]), (10, [20]))
+    >>> fg.tree.map(lambda x, y: x + y, (1, [2]), (10, [20]))
     (11, [22])
     """
     return optree.tree_map(f, tree, *rest, is_leaf=is_leaf, namespace=NAMESPACE)
@@ -63,7 +63,7 @@ def map_with_path(f: Callable, tree: Any, *rest: Any,
     A path is a tuple of keys: positions for sequences and namedtuples, keys for dicts,
     and the entries a registered node declares (field names for dataclasses).
 
-    >>> tree.map_with_path(lambda p, x: p, {"a": [5, 6]})
+    >>> fg.tree.map_with_path(lambda p, x: p, {"a": [5, 6]})
     {'a': [('a', 0), ('a', 1)]}
     """
     return optree.tree_map_with_path(f, tree, *rest, is_leaf=is_leaf, namespace=NAMESPACE)
@@ -72,7 +72,7 @@ def map_with_path(f: Callable, tree: Any, *rest: Any,
 def leaves(tree: Any, is_leaf: Callable[[Any], bool] | None = None) -> list:
     """The leaves of ``tree`` in order (dicts in sorted key order; ``None`` has none).
 
-    >>> tree.leaves([1, {"b": 2, "a": 3}, None])
+    >>> fg.tree.leaves([1, {"b": 2, "a": 3}, None])
     [1, 3, 2]
     """
     return optree.tree_leaves(tree, is_leaf=is_leaf, namespace=NAMESPACE)
@@ -81,7 +81,7 @@ def leaves(tree: Any, is_leaf: Callable[[Any], bool] | None = None) -> list:
 def leaves_with_path(tree: Any, is_leaf: Callable[[Any], bool] | None = None) -> list:
     """``(path, leaf)`` pairs of ``tree`` in leaf order.
 
-    >>> tree.leaves_with_path({"a": (1, 2)})
+    >>> fg.tree.leaves_with_path({"a": (1, 2)})
     [(('a', 0), 1), (('a', 1), 2)]
     """
     paths, values, _ = optree.tree_flatten_with_path(tree, is_leaf=is_leaf,
@@ -92,7 +92,7 @@ def leaves_with_path(tree: Any, is_leaf: Callable[[Any], bool] | None = None) ->
 def structure(tree: Any, is_leaf: Callable[[Any], bool] | None = None) -> PyTreeDef:
     """The structure (treedef) of ``tree``: everything but the leaves.
 
-    >>> tree.structure({"a": 1, "b": (2, 3)})
+    >>> fg.tree.structure({"a": 1, "b": (2, 3)})
     PyTreeSpec({'a': *, 'b': (*, *)})
     """
     return optree.tree_structure(tree, is_leaf=is_leaf, namespace=NAMESPACE)
@@ -101,10 +101,10 @@ def structure(tree: Any, is_leaf: Callable[[Any], bool] | None = None) -> PyTree
 def flatten(tree: Any, is_leaf: Callable[[Any], bool] | None = None) -> tuple[list, PyTreeDef]:
     """``(leaves, treedef)`` of ``tree``; :func:`unflatten` inverts it.
 
-    >>> leaves, treedef = tree.flatten({"a": 1, "b": (2, 3)})
+    >>> leaves, treedef = fg.tree.flatten({"a": 1, "b": (2, 3)})
     >>> leaves
     [1, 2, 3]
-    >>> tree.unflatten(treedef, [x * 10 for x in leaves])
+    >>> fg.tree.unflatten(treedef, [x * 10 for x in leaves])
     {'a': 10, 'b': (20, 30)}
     """
     return optree.tree_flatten(tree, is_leaf=is_leaf, namespace=NAMESPACE)
@@ -114,7 +114,7 @@ def flatten_with_path(tree: Any, is_leaf: Callable[[Any], bool] | None = None
                       ) -> tuple[list, PyTreeDef]:
     """``([(path, leaf), ...], treedef)`` of ``tree``.
 
-    >>> tree.flatten_with_path([7, 8])[0]
+    >>> fg.tree.flatten_with_path([7, 8])[0]
     [((0,), 7), ((1,), 8)]
     """
     paths, values, treedef = optree.tree_flatten_with_path(tree, is_leaf=is_leaf,
@@ -125,7 +125,7 @@ def flatten_with_path(tree: Any, is_leaf: Callable[[Any], bool] | None = None
 def unflatten(treedef: PyTreeDef, leaves: Iterable) -> Any:
     """Rebuild a pytree of structure ``treedef`` from ``leaves`` (in leaf order).
 
-    >>> tree.unflatten(tree.structure((0, [0])), [1, 2])
+    >>> fg.tree.unflatten(fg.tree.structure((0, [0])), [1, 2])
     (1, [2])
     """
     if not isinstance(treedef, PyTreeDef):
@@ -142,7 +142,7 @@ def unflatten(treedef: PyTreeDef, leaves: Iterable) -> Any:
 def structure_equal(*trees: Any, is_leaf: Callable[[Any], bool] | None = None) -> bool:
     """True when all ``trees`` have the same structure (their leaves may differ).
 
-    >>> tree.structure_equal({"a": 1}, {"a": 2.0}), tree.structure_equal((1,), [1])
+    >>> fg.tree.structure_equal({"a": 1}, {"a": 2.0}), fg.tree.structure_equal((1,), [1])
     (True, False)
     """
     if not trees:
@@ -155,7 +155,7 @@ def reduce(function: Callable, tree: Any, initializer: Any = _MISSING,
            is_leaf: Callable[[Any], bool] | None = None) -> Any:
     """Fold ``function(accumulated, leaf)`` over the leaves, like ``functools.reduce``.
 
-    >>> tree.reduce(lambda a, b: a + b, {"a": 1, "b": [2, 3]}, 0)
+    >>> fg.tree.reduce(lambda a, b: a + b, {"a": 1, "b": [2, 3]}, 0)
     6
     """
     if initializer is _MISSING:
@@ -167,7 +167,7 @@ def reduce(function: Callable, tree: Any, initializer: Any = _MISSING,
 def all(tree: Any, is_leaf: Callable[[Any], bool] | None = None) -> bool:  # noqa: A001
     """True when every leaf is truthy (True for a tree without leaves).
 
-    >>> tree.all({"a": True, "b": (1, None)})
+    >>> fg.tree.all({"a": True, "b": (1, None)})
     True
     """
     return builtins.all(leaves(tree, is_leaf))
@@ -179,9 +179,9 @@ def transpose(outer_treedef: PyTreeDef, inner_treedef: PyTreeDef, tree: Any) -> 
     ``tree`` has structure ``outer_treedef`` with, at each of its leaves, a tree of
     structure ``inner_treedef``; the result is an inner tree of outer trees.
 
-    >>> outer = tree.structure([0, 0])
-    >>> inner = tree.structure({"a": 0, "b": 0})
-    >>> tree.transpose(outer, inner, [{"a": 1, "b": 2}, {"a": 3, "b": 4}])
+    >>> outer = fg.tree.structure([0, 0])
+    >>> inner = fg.tree.structure({"a": 0, "b": 0})
+    >>> fg.tree.transpose(outer, inner, [{"a": 1, "b": 2}, {"a": 3, "b": 4}])
     {'a': [1, 3], 'b': [2, 4]}
     """
     return optree.tree_transpose(outer_treedef, inner_treedef, tree)
@@ -193,7 +193,7 @@ def broadcast(prefix_tree: Any, full_tree: Any,
 
     Used to expand a pytree *prefix* (as ``vmap``'s ``in_axes``) to the full structure.
 
-    >>> tree.broadcast((0, 1), ([5, 6], {"a": 7}))
+    >>> fg.tree.broadcast((0, 1), ([5, 6], {"a": 7}))
     ([0, 0], {'a': 1})
     """
     return optree.tree_broadcast_prefix(prefix_tree, full_tree, is_leaf=is_leaf,
@@ -216,9 +216,9 @@ def register_node(cls: type, flatten: Callable, unflatten: Callable) -> type:
 
     >>> class Pair:
     ...     def __init__(self, a, b): self.a, self.b = a, b
-    >>> _ = tree.register_node(Pair, lambda p: ((p.a, p.b), None),
-    ...                        lambda aux, children: Pair(*children))
-    >>> tree.leaves(Pair(1, (2, 3)))
+    >>> _ = fg.tree.register_node(Pair, lambda p: ((p.a, p.b), None),
+    ...                           lambda aux, children: Pair(*children))
+    >>> fg.tree.leaves(Pair(1, (2, 3)))
     [1, 2, 3]
     """
     if not isinstance(cls, type):
@@ -257,13 +257,13 @@ def register_dataclass(cls: type | None = None, data_fields: Sequence[str] | Non
     Rebuilding sets the fields directly (``__init__`` and ``__post_init__`` are not run),
     so frozen dataclasses work and transformations may put any value in a leaf.
 
-    >>> @tree.register_dataclass
+    >>> @fg.tree.register_dataclass
     ... @dataclasses.dataclass(frozen=True)
     ... class Linear:
     ...     weight: object
     ...     bias: object
     ...     name: str = dataclasses.field(default="lin", metadata={"static": True})
-    >>> tree.leaves(Linear(1.0, 2.0))
+    >>> fg.tree.leaves(Linear(1.0, 2.0))
     [1.0, 2.0]
     """
     if cls is None:

@@ -52,8 +52,8 @@ def _cuda_device_count() -> int:
 def devices() -> list[Device]:
     """Every device funcgrad can use: ``cpu``, then ``cuda:N`` for each GPU CuPy sees.
 
-    >>> fg.devices()
-    [device('cpu')]
+    >>> fg.devices()   # then the GPUs, if any
+    [device('cpu')...]
     """
     return [CPU] + [Device("cuda", i) for i in range(_cuda_device_count())]
 

@@ -114,6 +114,7 @@ class Tensor:
         (queued on CuPy's stream) is waited for.
 
         >>> fg.jit(lambda x: x * 2)(fg.ones(3)).block_until_ready()
+        tensor([2., 2., 2.], dtype=float32)
         """
         if self._dev is None and type(self._buf) is not np.ndarray:
             gpu.synchronize(self.device)

@@ -26,6 +26,7 @@ class ArrayDataset:
         arrays: NumPy arrays, Tensors or anything ``np.asarray`` takes, each with the
             examples along axis 0.
 
+    >>> from funcgrad import data
     >>> ds = data.ArrayDataset(np.ones((4, 2), np.float32), np.array([0, 1, 0, 1]))
     >>> x, y = ds[0]
     >>> x.shape, len(ds)

@@ -27,6 +27,7 @@ def digits() -> tuple[ArrayDataset, ArrayDataset]:
     scaled to [0, 1] (NCHW, one channel), labels int32 in 0..9.  Needs scikit-learn
     (``pip install funcgrad[data]``).
 
+    >>> from funcgrad import data
     >>> train, test = data.datasets.digits()
     >>> train[0][0].shape, train.arrays[1].dtype
     ((1, 8, 8), dtype('int32'))

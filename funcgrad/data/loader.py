@@ -42,6 +42,7 @@ class DataLoader:
         drop_last: drop the last batch when it is smaller than ``batch_size``.
         prefetch: batches prepared ahead in a background thread (0: no thread).
 
+    >>> from funcgrad import data
     >>> loader = data.DataLoader(data.ArrayDataset(np.ones((5, 2))), batch_size=2,
     ...                          drop_last=True)
     >>> len(loader)

@@ -5,8 +5,18 @@ Importing this package attaches every primitive's ONNX rule (``funcgrad.export.r
 the ``onnx`` package itself is imported only when a model is built.
 
 >>> import funcgrad.export
->>> model = funcgrad.export.to_onnx(lambda x: x * 2, fg.ones(3), path="double.onnx")
+>>> model = funcgrad.export.to_onnx(lambda x: x * 2, fg.ones(3))
+>>> [i.name for i in model.graph.input], [o.name for o in model.graph.output]
+(['x'], ['output'])
 >>> print(funcgrad.export.to_mlir(lambda x: x * 2, fg.ones(3)))
+module {
+  func.func @main(%arg0: tensor<3xf32>) -> tensor<3xf32> {
+    %cst = stablehlo.constant dense<2.000000e+00> : tensor<3xf32>
+    %0 = stablehlo.multiply %arg0, %cst : tensor<3xf32>
+    return %0 : tensor<3xf32>
+  }
+}
+<BLANKLINE>
 """
 
 from funcgrad.export import rules as _rules  # noqa: F401  (attaches prim.onnx rules)

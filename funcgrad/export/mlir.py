@@ -10,9 +10,11 @@ def to_mlir(fun, *example_args) -> str:
         fun: the function (pytrees of tensors in and out).
         example_args: arguments fixing the shapes, dtypes and tree structure.
 
+    >>> import funcgrad.export
     >>> print(funcgrad.export.to_mlir(lambda x: fnp.sin(x).sum(), fg.ones(3)))
-    module @... {
-      func.func public @main(%arg0: tensor<3xf32>) -> tensor<f32> { ...
+    module {
+      func.func @main(%arg0: tensor<3xf32>) -> tensor<f32> {
+    ...
     """
     from funcgrad.transforms.jit import jit
 

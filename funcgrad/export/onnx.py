@@ -233,8 +233,11 @@ def to_onnx(fun, *example_args, path: str | os.PathLike | None = None,
         opset: the ONNX operator set version (at least 18).
         model_name: the graph's name (default: ``fun``'s name).
 
-    >>> model = funcgrad.export.to_onnx(lambda x: fnp.tanh(x) * 2, fg.ones(3), path="f.onnx")
-    >>> onnxruntime.InferenceSession("f.onnx").run(None, {"x": np.ones(3, np.float32)})
+    >>> import funcgrad.export, onnxruntime
+    >>> model = funcgrad.export.to_onnx(lambda x: fnp.tanh(x) * 2, fg.ones(3))
+    >>> session = onnxruntime.InferenceSession(model.SerializeToString())
+    >>> session.run(None, {"x": np.ones(3, np.float32)})
+    [array([1.5231884, 1.5231884, 1.5231884], dtype=float32)]
     """
     import optree
 

@@ -52,8 +52,11 @@ def rules_for_dtype(native, fallback: dict):
         native: the rule for dtypes IREE compiles correctly.
         fallback: ``{dtype: rule}``, e.g. ``{fg.float64: rules.via(math64.tanh)}``.
 
-    >>> sin_p.lower = rules_for_dtype(rules.elementwise("stablehlo.sine"),
-    ...                               {dtypes.float64: rules.via(sin)})
+    >>> from funcgrad.lowering import rules
+    >>> rule = rules_for_dtype(rules.elementwise("stablehlo.tanh"),
+    ...                        {dtypes.float64: rules.via(tanh)})   # as tanh_p.lower
+    >>> rule.__name__
+    'lower_tanh_by_dtype'
     """
     table = {np.dtype(d): r for d, r in fallback.items()}
 
@@ -357,7 +360,8 @@ def trig_rule(kind):
     runs the table path or the fast one, each returning through an optimization barrier as
     control_flow's cond does (IREE 3.13 mis-schedules the buffers of branches without one).
 
-    >>> sin_p.lower = rules_for_dtype(sin_p.lower, {dtypes.float64: trig_rule("sin")})
+    >>> from funcgrad.core.prims.elementwise import sin_p
+    >>> rule = rules_for_dtype(sin_p.lower, {dtypes.float64: trig_rule("sin")})  # as sin_p's
     """
 
     def rule(ctx, args, in_avals, out_avals):
@@ -407,7 +411,8 @@ def reduced_tan(x):
     """Tangent of float64 ``x`` by the Cody-Waite reduction alone: within 3 ulp for
     |x| < 2**27 pi/2.  For ONNX export, which has no bitcast for the table path.
 
-    >>> reduced_tan(fg.tensor([0.5]))
+    >>> reduced_tan(fg.tensor([0.5], fg.float64))
+    tensor([0.54630249], dtype=float64)
     """
     return _fast_trig("tan")(x)
 
@@ -499,7 +504,8 @@ narrow_sin, narrow_cos, narrow_tan = _narrow("sin"), _narrow("cos"), _narrow("ta
 def expm1(x):
     """exp(x) - 1 without cancellation near 0: the Taylor series for |x| < 0.5.
 
-    >>> expm1(fg.tensor([1e-10]))
+    >>> expm1(fg.tensor([1e-10], fg.float64))   # exp(x) - 1 gives 1.00000008e-10
+    tensor([1.e-10], dtype=float64)
     """
     # x * (1 + x/2 * (1 + x/3 * (... (1 + x/19)))): relative error of its tail < 1e-19
     series = full_like(x, 1.0)
@@ -512,7 +518,8 @@ def expm1(x):
 def log1p(x):
     """log(1 + x), accurate near 0: log(u) * x / (u - 1) with u = 1 + x (Goldberg).
 
-    >>> log1p(fg.tensor([1e-10]))
+    >>> log1p(fg.tensor([1e-10], fg.float64))
+    tensor([1.e-10], dtype=float64)
     """
     u = 1.0 + x
     one = full_like(x, 1.0)
@@ -532,7 +539,8 @@ def _exp_large(a):
 def sinh(x):
     """Hyperbolic sine, from expm1 (no cancellation near 0).
 
-    >>> sinh(fg.tensor([1e-10]))
+    >>> sinh(fg.tensor([1e-10], fg.float64))
+    tensor([1.e-10], dtype=float64)
     """
     a = ew.abs(x)
     e = expm1(a)
@@ -543,7 +551,8 @@ def sinh(x):
 def cosh(x):
     """Hyperbolic cosine, finite up to |x| = 710.47.
 
-    >>> cosh(fg.tensor([2.0]))
+    >>> cosh(fg.tensor([2.0], fg.float64))
+    tensor([3.76219569], dtype=float64)
     """
     a = ew.abs(x)
     e = ew.exp(a)
@@ -553,7 +562,8 @@ def cosh(x):
 def tanh(x):
     """tanh(|x|) = -expm1(-2|x|) / (2 + expm1(-2|x|)), sign restored.
 
-    >>> tanh(fg.tensor([0.5]))
+    >>> tanh(fg.tensor([0.5], fg.float64))
+    tensor([0.46211716], dtype=float64)
     """
     e = expm1(-2.0 * ew.abs(x))
     return _with_sign_of(-e / (2.0 + e), x)
@@ -565,7 +575,8 @@ _LN2 = math.log(2.0)
 def asinh(x):
     """Inverse hyperbolic sine (fdlibm's three ranges).
 
-    >>> asinh(fg.tensor([0.5]))
+    >>> asinh(fg.tensor([0.5], fg.float64))
+    tensor([0.48121183], dtype=float64)
     """
     a = ew.abs(x)
     a_squared = a * a
@@ -580,7 +591,8 @@ def asinh(x):
 def acosh(x):
     """Inverse hyperbolic cosine; NaN below 1.
 
-    >>> acosh(fg.tensor([1.5]))
+    >>> acosh(fg.tensor([1.5], fg.float64))
+    tensor([0.96242365], dtype=float64)
     """
     t = x - 1.0
     small = log1p(t + ew.sqrt(2.0 * t + t * t))
@@ -594,7 +606,8 @@ def acosh(x):
 def atanh(x):
     """Inverse hyperbolic tangent, 0.5 log1p(2x / (1 - x)) on |x| (fdlibm's form).
 
-    >>> atanh(fg.tensor([0.5]))
+    >>> atanh(fg.tensor([0.5], fg.float64))
+    tensor([0.54930614], dtype=float64)
     """
     a = ew.abs(x)
     small = 0.5 * log1p(2.0 * a + 2.0 * a * a / (1.0 - a))
@@ -643,7 +656,8 @@ def _atan_nonnegative(a):
 def atan(x):
     """Arctangent (fdlibm's reduction and kernel), within 1 ulp.
 
-    >>> atan(fg.tensor([0.5]))
+    >>> atan(fg.tensor([0.5], fg.float64))
+    tensor([0.46364761], dtype=float64)
     """
     return _with_sign_of(_atan_nonnegative(ew.abs(x)), x)
 
@@ -654,7 +668,8 @@ _PI_HI, _PI_LO = math.pi, 1.2246467991473532e-16  # pi = _PI_HI + _PI_LO to 107 
 def atan2(y, x):
     """Angle of (x, y) in (-pi, pi], with C99's values at zeros and infinities.
 
-    >>> atan2(fg.tensor([1.0]), fg.tensor([-1.0]))
+    >>> atan2(fg.tensor([1.0], fg.float64), fg.tensor([-1.0], fg.float64))
+    tensor([2.35619449], dtype=float64)
     """
     ax, ay = ew.abs(x), ew.abs(y)
     both_inf = ew.eq(ax, full_like(ax, math.inf)) & ew.eq(ay, full_like(ay, math.inf))
@@ -674,7 +689,8 @@ def atan2(y, x):
 def asin(x):
     """Arcsine as atan2(x, sqrt((1 - x)(1 + x))); NaN outside [-1, 1].
 
-    >>> asin(fg.tensor([0.5]))
+    >>> asin(fg.tensor([0.5], fg.float64))
+    tensor([0.52359878], dtype=float64)
     """
     return atan2(x, ew.sqrt((1.0 - x) * (1.0 + x)))
 
@@ -682,7 +698,8 @@ def asin(x):
 def acos(x):
     """Arccosine as 2 atan(sqrt((1 - x) / (1 + x))); NaN outside [-1, 1].
 
-    >>> acos(fg.tensor([0.5]))
+    >>> acos(fg.tensor([0.5], fg.float64))
+    tensor([1.04719755], dtype=float64)
     """
     return 2.0 * _atan_nonnegative(ew.sqrt((1.0 - x) / (1.0 + x)))
 
@@ -780,7 +797,8 @@ def pow_magnitude(a, y):
     """a ** y for float64 ``a >= 0`` within 2 ulp (IREE's power: 100 ulp off); zeros,
     infinities and NaN as exp(y * ln a).  The power lowering adds signs and special cases.
 
-    >>> pow_magnitude(fg.tensor([10.0]), fg.tensor([9.0]))
+    >>> pow_magnitude(fg.tensor([10.0], fg.float64), fg.tensor([9.0], fg.float64))
+    tensor([1.e+09], dtype=float64)
     """
     regular = ew.is_finite(a) & ew.is_finite(y) & ew.ge(a, full_like(a, 2.0 ** -1022))
     l_hi, l_lo = _log_double_double(_where(regular, a, 1.0))
@@ -840,7 +858,8 @@ def fmod(x, y):
     array needs (one for ratios below 2**52; all 41 unrolled took 0.5 s for 1M values and
     3-6 s to compile).
 
-    >>> fmod(fg.tensor([5.5]), fg.tensor([2.0]))
+    >>> fmod(fg.tensor([5.5], fg.float64), fg.tensor([2.0], fg.float64))
+    tensor([1.5], dtype=float64)
     """
     from funcgrad.transforms.control_flow import fori_loop
 

@@ -79,6 +79,8 @@ def full(shape, fill_value, dtype=None, device=None):
     """A tensor of ``shape`` filled with ``fill_value``.
 
     >>> fg.full((2, 2), 7.0)
+    tensor([[7., 7.],
+            [7., 7.]], dtype=float32)
     """
     shape = _shape(shape)
     if isinstance(fill_value, (list, tuple)) or (hasattr(fill_value, "shape")
@@ -198,6 +200,7 @@ def linspace(start, stop, num: int = 50, endpoint: bool = True, retstep: bool = 
     """``num`` evenly spaced values from start to stop (inclusive by default).
 
     >>> fnp.linspace(0.0, 1.0, 5)
+    tensor([0.  , 0.25, 0.5 , 0.75, 1.  ], dtype=float32)
     """
     if not isinstance(num, (int, np.integer)) or isinstance(num, bool):
         raise TypeError(f"linspace: num must be an int, got {num!r}")
@@ -259,6 +262,8 @@ def eye(N: int, M: int | None = None, k: int = 0, dtype=None, *, device=None):
     """Identity-like 2-d tensor: ones on diagonal ``k``.
 
     >>> fg.eye(2)
+    tensor([[1., 0.],
+            [0., 1.]], dtype=float32)
     """
     M = N if M is None else M
     N, M = _shape((N, M))

@@ -16,7 +16,7 @@ from funcgrad.core.tensor import Tensor, wrap
 from funcgrad.numpy._util import apply_elementwise, asarray, eager_apply, promote
 
 
-def _unary(name, prim, *, inexact: bool, doc: str):
+def _unary(name, prim, *, inexact: bool, doc: str, example: tuple[str, str]):
     impl = prim.impl
     direct = isinstance(impl, np.ufunc) or getattr(impl, "accepts_out", False)
 
@@ -37,11 +37,13 @@ def _unary(name, prim, *, inexact: bool, doc: str):
         return apply_elementwise(name, prim, x)
 
     fn.__name__ = fn.__qualname__ = name
-    fn.__doc__ = f"{doc}, elementwise (as ``numpy.{name}``).\n\n>>> fnp.{name}(fg.tensor([0.5]))"
+    arguments, result = example
+    fn.__doc__ = (f"{doc}, elementwise (as ``numpy.{name}``).\n\n"
+                  f">>> fnp.{name}({arguments})\n{result}")
     return fn
 
 
-def _binary(name, prim, *, inexact: bool = False, doc: str):
+def _binary(name, prim, *, inexact: bool = False, doc: str, example: tuple[str, str]):
     # dtype kinds whose operands of one dtype need no promotion (bools have their own
     # rules below, integers become floats for true division, shifts check their operands)
     direct = "" if name == "left_shift" else "fc" if inexact else "fciu"
@@ -66,51 +68,89 @@ def _binary(name, prim, *, inexact: bool = False, doc: str):
         return apply_elementwise(name, prim, x, y)
 
     fn.__name__ = fn.__qualname__ = name
+    arguments, result = example
     fn.__doc__ = (f"{doc}, elementwise with broadcasting (as ``numpy.{name}``).\n\n"
-                  f">>> fnp.{name}(fg.tensor([1.0, 2.0]), 2.0)")
+                  f">>> fnp.{name}({arguments})\n{result}")
     return fn
 
 
-# name: (primitive, promote integers to float, what it computes)
+# name: (primitive, promote integers to float, what it computes,
+#        (the docstring example's arguments, what it prints))
 _UNARY = {
-    "exp": (ew.exp_p, True, "e to the power x"),
-    "log": (ew.log_p, True, "Natural logarithm"),
-    "log1p": (ew.log1p_p, True, "log(1 + x), accurate near 0"),
-    "expm1": (ew.expm1_p, True, "exp(x) - 1, accurate near 0"),
-    "sin": (ew.sin_p, True, "Sine"),
-    "cos": (ew.cos_p, True, "Cosine"),
-    "tan": (ew.tan_p, True, "Tangent"),
-    "tanh": (ew.tanh_p, True, "Hyperbolic tangent"),
-    "sinh": (ew.sinh_p, True, "Hyperbolic sine"),
-    "cosh": (ew.cosh_p, True, "Hyperbolic cosine"),
-    "arcsin": (ew.asin_p, True, "Inverse sine"),
-    "arccos": (ew.acos_p, True, "Inverse cosine"),
-    "arctan": (ew.atan_p, True, "Inverse tangent"),
-    "arcsinh": (ew.asinh_p, True, "Inverse hyperbolic sine"),
-    "arccosh": (ew.acosh_p, True, "Inverse hyperbolic cosine"),
-    "arctanh": (ew.atanh_p, True, "Inverse hyperbolic tangent"),
-    "sqrt": (ew.sqrt_p, True, "Square root"),
-    "negative": (ew.neg_p, False, "Negation"),
-    "sign": (ew.sign_p, False, "Sign (-1, 0 or 1)"),
+    "exp": (ew.exp_p, True, "e to the power x",
+            ("fg.tensor([0.5])", "tensor([1.64872...], dtype=float32)")),
+    "log": (ew.log_p, True, "Natural logarithm",
+            ("fg.tensor([0.5])", "tensor([-0.69314...], dtype=float32)")),
+    "log1p": (ew.log1p_p, True, "log(1 + x), accurate near 0",
+              ("fg.tensor([0.5])", "tensor([0.40546...], dtype=float32)")),
+    "expm1": (ew.expm1_p, True, "exp(x) - 1, accurate near 0",
+              ("fg.tensor([0.5])", "tensor([0.64872...], dtype=float32)")),
+    "sin": (ew.sin_p, True, "Sine",
+            ("fg.tensor([0.5])", "tensor([0.47942...], dtype=float32)")),
+    "cos": (ew.cos_p, True, "Cosine",
+            ("fg.tensor([0.5])", "tensor([0.87758...], dtype=float32)")),
+    "tan": (ew.tan_p, True, "Tangent",
+            ("fg.tensor([0.5])", "tensor([0.54630...], dtype=float32)")),
+    "tanh": (ew.tanh_p, True, "Hyperbolic tangent",
+             ("fg.tensor([0.5])", "tensor([0.46211...], dtype=float32)")),
+    "sinh": (ew.sinh_p, True, "Hyperbolic sine",
+             ("fg.tensor([0.5])", "tensor([0.52109...], dtype=float32)")),
+    "cosh": (ew.cosh_p, True, "Hyperbolic cosine",
+             ("fg.tensor([0.5])", "tensor([1.12762...], dtype=float32)")),
+    "arcsin": (ew.asin_p, True, "Inverse sine",
+               ("fg.tensor([0.5])", "tensor([0.52359...], dtype=float32)")),
+    "arccos": (ew.acos_p, True, "Inverse cosine",
+               ("fg.tensor([0.5])", "tensor([1.04719...], dtype=float32)")),
+    "arctan": (ew.atan_p, True, "Inverse tangent",
+               ("fg.tensor([0.5])", "tensor([0.46364...], dtype=float32)")),
+    "arcsinh": (ew.asinh_p, True, "Inverse hyperbolic sine",
+                ("fg.tensor([0.5])", "tensor([0.48121...], dtype=float32)")),
+    "arccosh": (ew.acosh_p, True, "Inverse hyperbolic cosine",
+                ("fg.tensor([1.5])", "tensor([0.96242...], dtype=float32)")),
+    "arctanh": (ew.atanh_p, True, "Inverse hyperbolic tangent",
+                ("fg.tensor([0.5])", "tensor([0.54930...], dtype=float32)")),
+    "sqrt": (ew.sqrt_p, True, "Square root",
+             ("fg.tensor([0.25, 4.0])", "tensor([0.5, 2. ], dtype=float32)")),
+    "negative": (ew.neg_p, False, "Negation",
+                 ("fg.tensor([0.5, -2.0])", "tensor([-0.5, 2. ], dtype=float32)")),
+    "sign": (ew.sign_p, False, "Sign (-1, 0 or 1)",
+             ("fg.tensor([-2.0, 0.0, 3.0])", "tensor([-1., 0., 1.], dtype=float32)")),
 }
 _BINARY = {
-    "add": (ew.add_p, False, "Sum"),
-    "subtract": (ew.sub_p, False, "Difference"),
-    "multiply": (ew.mul_p, False, "Product"),
-    "divide": (ew.div_p, True, "True quotient"),
-    "maximum": (ew.max_p, False, "Larger of two values (NaN propagates)"),
-    "minimum": (ew.min_p, False, "Smaller of two values (NaN propagates)"),
-    "arctan2": (ew.atan2_p, True, "Angle of the point (x2, x1): arctan(x1 / x2) by quadrant"),
-    "equal": (ew.eq_p, False, "x == y"),
-    "not_equal": (ew.ne_p, False, "x != y"),
-    "less": (ew.lt_p, False, "x < y"),
-    "less_equal": (ew.le_p, False, "x <= y"),
-    "greater": (ew.gt_p, False, "x > y"),
-    "greater_equal": (ew.ge_p, False, "x >= y"),
-    "bitwise_and": (ew.and_p, False, "Bitwise (or logical, for bool) and"),
-    "bitwise_or": (ew.or_p, False, "Bitwise (or logical, for bool) or"),
-    "bitwise_xor": (ew.xor_p, False, "Bitwise (or logical, for bool) xor"),
-    "left_shift": (ew.shift_left_p, False, "x shifted left by y bits"),
+    "add": (ew.add_p, False, "Sum",
+            ("fg.tensor([1.0, 2.0]), 2.0", "tensor([3., 4.], dtype=float32)")),
+    "subtract": (ew.sub_p, False, "Difference",
+                 ("fg.tensor([1.0, 2.0]), 2.0", "tensor([-1., 0.], dtype=float32)")),
+    "multiply": (ew.mul_p, False, "Product",
+                 ("fg.tensor([1.0, 2.0]), 2.0", "tensor([2., 4.], dtype=float32)")),
+    "divide": (ew.div_p, True, "True quotient",
+               ("fg.tensor([1.0, 2.0]), 2.0", "tensor([0.5, 1. ], dtype=float32)")),
+    "maximum": (ew.max_p, False, "Larger of two values (NaN propagates)",
+                ("fg.tensor([1.0, 2.0]), 2.0", "tensor([2., 2.], dtype=float32)")),
+    "minimum": (ew.min_p, False, "Smaller of two values (NaN propagates)",
+                ("fg.tensor([1.0, 2.0]), 2.0", "tensor([1., 2.], dtype=float32)")),
+    "arctan2": (ew.atan2_p, True, "Angle of the point (x2, x1): arctan(x1 / x2) by quadrant",
+                ("fg.tensor([1.0, 2.0]), 2.0", "tensor([0.46364..., 0.78539...], dtype=float32)")),
+    "equal": (ew.eq_p, False, "x == y",
+              ("fg.tensor([1.0, 2.0]), 2.0", "tensor([False, True], dtype=bool)")),
+    "not_equal": (ew.ne_p, False, "x != y",
+                  ("fg.tensor([1.0, 2.0]), 2.0", "tensor([ True, False], dtype=bool)")),
+    "less": (ew.lt_p, False, "x < y",
+             ("fg.tensor([1.0, 2.0]), 2.0", "tensor([ True, False], dtype=bool)")),
+    "less_equal": (ew.le_p, False, "x <= y",
+                   ("fg.tensor([1.0, 2.0]), 2.0", "tensor([ True,  True], dtype=bool)")),
+    "greater": (ew.gt_p, False, "x > y",
+                ("fg.tensor([1.0, 2.0]), 2.0", "tensor([False, False], dtype=bool)")),
+    "greater_equal": (ew.ge_p, False, "x >= y",
+                      ("fg.tensor([1.0, 2.0]), 2.0", "tensor([False, True], dtype=bool)")),
+    "bitwise_and": (ew.and_p, False, "Bitwise (or logical, for bool) and",
+                    ("fg.tensor([5, 6]), 3", "tensor([1, 2], dtype=int32)")),
+    "bitwise_or": (ew.or_p, False, "Bitwise (or logical, for bool) or",
+                   ("fg.tensor([5, 6]), 3", "tensor([7, 7], dtype=int32)")),
+    "bitwise_xor": (ew.xor_p, False, "Bitwise (or logical, for bool) xor",
+                    ("fg.tensor([5, 6]), 3", "tensor([6, 5], dtype=int32)")),
+    "left_shift": (ew.shift_left_p, False, "x shifted left by y bits",
+                   ("fg.tensor([1, 2]), 3", "tensor([ 8, 16], dtype=int32)")),
 }
 
 # what add/multiply/maximum/minimum compute on two bool operands, and the comparisons
@@ -118,10 +158,10 @@ _BINARY = {
 _ON_BOOLS = {"add": ew.or_p, "multiply": ew.and_p, "maximum": ew.or_p, "minimum": ew.and_p}
 _ORDERINGS = ("less", "less_equal", "greater", "greater_equal")
 
-for _name, (_prim, _inexact, _doc) in _UNARY.items():
-    globals()[_name] = _unary(_name, _prim, inexact=_inexact, doc=_doc)
-for _name, (_prim, _inexact, _doc) in _BINARY.items():
-    globals()[_name] = _binary(_name, _prim, inexact=_inexact, doc=_doc)
+for _name, (_prim, _inexact, _doc, _example) in _UNARY.items():
+    globals()[_name] = _unary(_name, _prim, inexact=_inexact, doc=_doc, example=_example)
+for _name, (_prim, _inexact, _doc, _example) in _BINARY.items():
+    globals()[_name] = _binary(_name, _prim, inexact=_inexact, doc=_doc, example=_example)
 
 true_divide = divide  # noqa: F821
 
@@ -139,6 +179,7 @@ def positive(x):
     """+x (a copy-free identity).
 
     >>> fnp.positive(fg.tensor([-1.0]))
+    tensor([-1.], dtype=float32)
     """
     return asarray(x)
 
@@ -165,6 +206,7 @@ def invert(x):
     """Bitwise not (logical not for bool).
 
     >>> fnp.invert(fg.tensor([True, False]))
+    tensor([False,  True], dtype=bool)
     """
     x = asarray(x)
     return apply_elementwise("invert", ew.not_p, x)
@@ -202,6 +244,7 @@ def abs(x):  # noqa: A001  (NumPy's name)
     """Absolute value (magnitude for complex numbers), elementwise.
 
     >>> fnp.abs(fg.tensor([-1.5, 2.0]))
+    tensor([1.5, 2. ], dtype=float32)
     """
     x = asarray(x)
     if x.dtype.kind == "b":
@@ -235,6 +278,7 @@ def square(x):
     """x * x, elementwise (int32 for booleans, as JAX).
 
     >>> fnp.square(fg.tensor([3.0]))
+    tensor([9.], dtype=float32)
     """
     (x,) = _ints_for_bools(asarray(x))
     return ew.integer_pow(x, 2)
@@ -270,6 +314,7 @@ def round(x, decimals: int = 0):  # noqa: A001
     """Round half to even to ``decimals`` places, as NumPy.
 
     >>> fnp.round(fg.tensor([0.5, 1.5, 2.25]), 1)
+    tensor([0.5, 1.5, 2.2], dtype=float32)
     """
     try:
         decimals = operator.index(decimals)
@@ -306,6 +351,7 @@ def isnan(x):
     """True where x is NaN.
 
     >>> fnp.isnan(fg.tensor([1.0, float("nan")]))
+    tensor([False,  True], dtype=bool)
     """
     x = asarray(x)
     if not dtypes.is_inexact(x.dtype):
@@ -345,6 +391,7 @@ def power(x, y):
     """x ** y, elementwise; a Python int exponent uses repeated multiplication.
 
     >>> fnp.power(fg.tensor([2.0, 3.0]), 2)
+    tensor([4., 9.], dtype=float32)
     """
     if isinstance(y, int) and not isinstance(y, bool):
         (x,) = _ints_for_bools(asarray(x))
@@ -368,6 +415,7 @@ def floor_divide(x, y):
     ``x // 0`` is 0 (as NumPy; JAX gives -1 or -2).
 
     >>> fnp.floor_divide(fg.tensor([7, -7]), 2)
+    tensor([ 3, -4], dtype=int32)
     """
     guard = _may_be_zero(y)
     x, y = _ints_for_bools(*promote("floor_divide", x, y))
@@ -419,6 +467,7 @@ def remainder(x, y):
     ``x % 0`` is 0 (as NumPy and JAX).
 
     >>> fnp.remainder(fg.tensor([7, -7]), 3)
+    tensor([1, 2], dtype=int32)
     """
     guard = _may_be_zero(y)
     x, y = _ints_for_bools(*promote("remainder", x, y))
@@ -435,6 +484,7 @@ def fmod(x, y):
     """C-style remainder (sign of x); for integers ``fmod(x, 0)`` is 0 (as NumPy, JAX).
 
     >>> fnp.fmod(fg.tensor([7, -7]), 3)
+    tensor([ 1, -1], dtype=int32)
     """
     guard = _may_be_zero(y)
     x, y = _ints_for_bools(*promote("fmod", x, y))
@@ -446,6 +496,7 @@ def divmod_(x, y):
     """(floor_divide(x, y), remainder(x, y)); for integers both are 0 where y is 0.
 
     >>> fnp.divmod(fg.tensor([7, -7]), 3)
+    (tensor([ 2, -3], dtype=int32), tensor([1, 2], dtype=int32))
     """
     return floor_divide(x, y), remainder(x, y)
 
@@ -472,6 +523,7 @@ def logaddexp(x, y):
     """log(exp(x) + exp(y)) without overflow.
 
     >>> fnp.logaddexp(fg.tensor([1000.0]), 1000.0)
+    tensor([1000.6932], dtype=float32)
     """
     x, y = promote("logaddexp", x, y, to_inexact=True)
     if dtypes.is_complex(x.dtype):  # log(e^m (1 + e^(other - m))), m the larger real part
@@ -533,6 +585,7 @@ def where(condition, x=None, y=None, *, size=None, fill_value=None):
     input needs ``size``).
 
     >>> fnp.where(fg.tensor([True, False]), 1.0, 0.0)
+    tensor([1., 0.], dtype=float32)
     """
     if x is None and y is None:
         from funcgrad.numpy._indexing import nonzero
@@ -549,6 +602,7 @@ def clip(x, a_min=None, a_max=None, *, min=None, max=None):  # noqa: A002
     """Limit values to [min, max] (either may be None).
 
     >>> fnp.clip(fg.tensor([-2.0, 0.5, 3.0]), 0.0, 1.0)
+    tensor([0. , 0.5, 1. ], dtype=float32)
     """
     lo = a_min if min is None else min
     hi = a_max if max is None else max
@@ -607,7 +661,7 @@ def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan: bool = False):
     as ``numpy.isclose``.
 
     >>> fnp.isclose(fg.tensor([1.0, 2.0]), fg.tensor([1.0 + 1e-9, 2.1]))
-    tensor([ True, False])
+    tensor([ True, False], dtype=bool)
     """
     a, b = promote("isclose", a, b, to_inexact=True)
     finite = logical_and(isfinite(a), isfinite(b))  # noqa: F821

@@ -559,6 +559,8 @@ def take_along_axis(x, indices, axis, mode=None, fill_value=None):
 
     >>> x = fg.tensor([[3, 1], [2, 4]])
     >>> fnp.take_along_axis(x, fnp.argsort(x, axis=1), axis=1)
+    tensor([[1, 3],
+            [2, 4]], dtype=int32)
     """
     x = asarray(x)
     indices = indices if isinstance(indices, Tensor) else _index_array(indices)
@@ -638,6 +640,7 @@ def nonzero(x, *, size=None, fill_value=None):
     JAX: the first ``size`` indices, padded with ``fill_value`` (0, or one value per axis).
 
     >>> fnp.nonzero(fg.tensor([0, 3, 0, 4]))
+    (tensor([1, 3], dtype=int32),)
     """
     x = asarray(x)
     if size is not None:

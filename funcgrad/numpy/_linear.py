@@ -88,6 +88,8 @@ def outer(a, b):
     """Outer product of the flattened inputs.
 
     >>> fnp.outer(fg.tensor([1.0, 2.0]), fg.tensor([1.0, 10.0]))
+    tensor([[ 1., 10.],
+            [ 2., 20.]], dtype=float32)
     """
     a, b = promote("outer", a, b)
     a, b = st.reshape(a, (a.size,)), st.reshape(b, (b.size,))

@@ -321,7 +321,7 @@ def logsumexp(x, axis=None, keepdims: bool = False, b=None, return_sign: bool = 
     that make the sum negative (otherwise its log is NaN), as JAX.
 
     >>> fnp.logsumexp(fg.tensor([1000.0, 1000.0]))
-    tensor(1000.6931, dtype=float32)
+    tensor(1000.6932, dtype=float32)
     """
     x = asarray(x)
     if not dtypes.is_inexact(x.dtype):

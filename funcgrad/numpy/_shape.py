@@ -53,6 +53,8 @@ def reshape(x, shape, order: str = "C"):
     them first index fastest, as NumPy.
 
     >>> fnp.reshape(fnp.arange(6), (2, -1))
+    tensor([[0, 1, 2],
+            [3, 4, 5]], dtype=int32)
     """
     if order not in ("C", "F"):
         raise ValueError(f"reshape: order must be 'C' or 'F', got {order!r}")
@@ -311,6 +313,7 @@ def roll(x, shift, axis=None):
     """Shift elements along ``axis`` cyclically (flattened if ``axis`` is None).
 
     >>> fnp.roll(fnp.arange(5), 2)
+    tensor([3, 4, 0, 1, 2], dtype=int32)
     """
     x = asarray(x)
     if axis is None:
@@ -361,6 +364,7 @@ def tile(x, reps):
     """Repeat the whole tensor ``reps`` times along each axis.
 
     >>> fnp.tile(fg.tensor([1, 2]), 2)
+    tensor([1, 2, 1, 2], dtype=int32)
     """
     x = asarray(x)
     reps = (reps,) if isinstance(reps, int) else tuple(reps)

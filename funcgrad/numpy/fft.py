@@ -293,5 +293,6 @@ def ifftshift(x, axes=None):
     """Inverse of ``fftshift``.
 
     >>> fnp.fft.ifftshift(fnp.fft.fftshift(fnp.fft.fftfreq(5)))
+    tensor([ 0. ,  0.2,  0.4, -0.4, -0.2], dtype=float32)
     """
     return _shift("ifftshift", x, axes, -1)

@@ -293,7 +293,7 @@ def slogdet(a):
     ``logabsdet`` is real, as NumPy; a singular ``a`` gives ``(0, -inf)``.
 
     >>> fnp.linalg.slogdet(fg.tensor([[1.0, 2.0], [3.0, 4.0]]))
-    SlogdetResult(sign=tensor(-1., dtype=float32), logabsdet=tensor(0.6931472, dtype=float32))
+    SlogdetResult(sign=tensor(-1., dtype=float32), logabsdet=tensor(0.69314..., dtype=float32))
     """
     a = _matrix("slogdet", a, square=True)
     if a.size == 0:  # det 1: sign 1, logabsdet 0
@@ -500,7 +500,7 @@ def lstsq(a, b, rcond=None):
     """Least-squares solution of ``a @ x = b``: ``(x, residuals, rank, s)`` as NumPy.
 
     >>> x, *_ = fnp.linalg.lstsq(fg.tensor([[1.0], [1.0]]), fg.tensor([1.0, 3.0]))
-    >>> x
+    >>> fnp.round(x, 5)   # the mean of 1 and 3
     tensor([2.], dtype=float32)
     """
     a, b = promote("lstsq", a, b, to_inexact=True)

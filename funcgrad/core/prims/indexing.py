@@ -485,7 +485,8 @@ def _start_tensors(start_indices):
 def dynamic_slice(x, start_indices, slice_sizes):
     """``x[s0:s0+n0, s1:s1+n1, ...]`` for traced starts, clamped so the window fits.
 
-    >>> dynamic_slice(fnp.arange(5), (fnp.int32(3),), (2,))  # [3, 4]
+    >>> dynamic_slice(fnp.arange(5), (fnp.int32(3),), (2,))
+    tensor([3, 4], dtype=int32)
     """
     sizes = tuple(int(s) for s in slice_sizes)
     _check_count("dynamic_slice", x, start_indices)
