@@ -193,8 +193,8 @@ class Tracer(Tensor):
         origin = f" ({label})" if label else ""
         return ConcretizationError(
             f"{what} of a traced value {self!r}{origin}: inside {self._interp.name} the value is "
-            "abstract (only its shape and dtype are known). Use fg.cond / fg.where / "
-            "fnp.where for value-dependent choices, or mark the argument static with "
+            "abstract (only its shape and dtype are known). Use fg.cond / fnp.where "
+            "for value-dependent choices, or mark the argument static with "
             "jit's static_argnums / static_argnames.")
 
     def __bool__(self):
