@@ -1184,6 +1184,15 @@ def _inside(operation, block) -> bool:
     return False
 
 
+def _counted(cond_block) -> bool:
+    """Whether a loop's condition reads one carry at most (a counter: fori_loop, scan).
+    Such loops need no select for a loop-invariant yield that the body also reads: with
+    it, IREE 3.13 failed at run time ("indirect buffer reference ... out of range": a scan
+    handing a closed-over x to two carries, test_a_scan_handing_a_closed_over_value_to_
+    two_carries); a loop with a data-dependent condition fails to compile without it."""
+    return sum(1 for argument in cond_block.arguments if any(True for _ in argument.uses)) <= 1
+
+
 def _while_loop_op(ctx, init, init_avals, cond_fn, body_fn):
     """A stablehlo.while over ``init``; ``cond_fn(values) -> pred``, ``body_fn(values) ->
     new values`` emit their ops inside the regions.  Around IREE 3.13's bugs with loop
@@ -1204,7 +1213,10 @@ def _while_loop_op(ctx, init, init_avals, cond_fn, body_fn):
         outs = body_fn(list(body_block.arguments))
         selected = set()  # carries whose yield is selected over their argument (_varying)
         copied = set()  # carries whose yield is a copy of another carry's value
+        counted = _counted(cond_block)
         for k, invariant in _aliased_yields(ctx, outs, body_block):
+            if invariant and counted:
+                continue
             (selected if invariant else copied).add(k)
             outs[k] = _varying(ctx, outs[k], body_block.arguments[k], init_avals[k]) \
                 if invariant else rules.fresh_copy(ctx, outs[k], init_avals[k], tag=k)

@@ -210,13 +210,46 @@ _Y3 = fnp.sin(_X3)
     lambda x: fg.while_loop(lambda c: c[0] < 3, lambda c: (c[0] + 1, c[2], c[2]), (0, x, x * 2)),
     lambda x: fg.while_loop(lambda c: (c[0] < 2) & (c[1][1] < 2.0),
                             lambda c: (c[0] + 1, x), (0, x)),
+    lambda x: fg.while_loop(lambda c: (c[0] < 3) & (c[2][0] < 50.0),
+                            lambda c: (c[0] + 1, x, c[2] + c[1] * c[3], x), (0, x, x, x * 3)),
 ], ids=["one_value_twice", "computed_outside", "swapped", "while_argument", "while_twice",
-        "while_data_dependent"])
+        "while_data_dependent", "while_data_dependent_reading_them"])
 def test_loops_handing_on_repeated_or_outside_values(fun):
     want = fg.tree.leaves(fun(_X3))
     got = fg.tree.leaves(fg.jit(fun)(_X3))
     for w, g in zip(want, got, strict=True):
         np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-12)
+
+
+_C5 = fg.tensor(np.array([0.3, -0.2, 0.5, 0.1, -0.4]))
+
+
+def _hands_x_to_two_carries(length, scatter=False):
+    def fun(x):
+        def body(carry, _):
+            c2, c3, c4 = carry
+            c5 = _C5.astype(x.dtype)
+            start = c5.at[2].add(fnp.sin(c4[4])) if scatter else c5 + fnp.sin(c4[4])
+            return (x, start + c4[2], c2), fg.checkpoint(lambda a: a * c2[0])(c2) + fnp.sin(c3[3])
+        (_, b, c), ys = fg.scan(body, (x, x, x), None, length=length)
+        return b + c + ys[0]
+    return fun
+
+
+@pytest.mark.parametrize("length, scatter, dtype", [
+    (3, True, np.float64), (4, False, np.float64), (5, False, np.float64),
+    (6, False, np.float32)])
+def test_a_scan_handing_a_closed_over_value_to_two_carries(length, scatter, dtype):
+    # a sweep's seed 6591: "indirect buffer reference ... out of range" at run time while the
+    # loop-invariant x went to two carries through selects (control_flow._counted)
+    fun = _hands_x_to_two_carries(length, scatter)
+    x = fg.tensor(np.array([0.7, -1.1, 0.4, 0.9, -0.6], dtype))
+    rtol = 1e-12 if dtype == np.float64 else 1e-5
+    np.testing.assert_allclose(fg.jit(fun)(x).numpy(), fun(x).numpy(), rtol=rtol)
+    if scatter:
+        loss = lambda v: fnp.sum(fun(v) ** 2)  # noqa: E731
+        np.testing.assert_allclose(fg.jit(fg.grad(loss))(x).numpy(),
+                                   fg.grad(loss)(x).numpy(), rtol=1e-12)
 
 
 # --- in-place updates of loop-invariant values; loops of no steps ------------------------------
