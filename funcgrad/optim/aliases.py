@@ -70,16 +70,16 @@ def adam(learning_rate, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8,
 
 
 def adamw(learning_rate, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8,
-          eps_root: float = 0.0, mu_dtype=None, weight_decay: float = 1e-4, mask=None, *,
+          eps_root: float = 0.0, mu_dtype=None, weight_decay=1e-4, mask=None, *,
           nesterov: bool = False) -> GradientTransformation:
     """Adam with decoupled weight decay (Loshchilov & Hutter, 2019):
     ``update = -learning_rate * (adam_direction + weight_decay * params)``.
 
     Arguments:
         learning_rate, b1, b2, eps, eps_root, mu_dtype, nesterov: as ``adam``.
-        weight_decay: the decay coefficient.
-        mask: optional pytree of bools (or a function of the parameters returning one)
-            selecting the parameters that decay.
+        weight_decay: the decay coefficient, or a schedule of it.
+        mask: optional pytree of bools with the parameters' structure or a prefix of it
+            (or a function of the parameters returning one) selecting those that decay.
 
     >>> opt = optim.adamw(learning_rate=1e-3, weight_decay=1e-2)
     """
@@ -132,7 +132,7 @@ def adagrad(learning_rate, initial_accumulator_value: float = 0.1,
 
 
 def lion(learning_rate, b1: float = 0.9, b2: float = 0.99, mu_dtype=None,
-         weight_decay: float = 1e-3, mask=None) -> GradientTransformation:
+         weight_decay=1e-3, mask=None) -> GradientTransformation:
     """Lion (Chen et al., 2023, "Symbolic Discovery of Optimization Algorithms"):
     ``update = -learning_rate (sign((1 - b1) g + b1 mu) + weight_decay params)``,
     ``mu = b2 mu + (1 - b2) g``.

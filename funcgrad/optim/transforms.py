@@ -370,27 +370,42 @@ def clip(max_delta: float) -> GradientTransformation:
     return GradientTransformation(init_fn, update_fn)
 
 
-def add_decayed_weights(weight_decay: float = 0.0, mask=None) -> GradientTransformation:
+class WeightDecayScheduleState(NamedTuple):
+    count: Any
+
+
+def add_decayed_weights(weight_decay=0.0, mask=None) -> GradientTransformation:
     """Add ``weight_decay * params`` to the updates (decoupled weight decay,
     Loshchilov & Hutter, 2019, when chained before the learning rate).
 
     Arguments:
-        weight_decay: the decay coefficient.
-        mask: optional pytree of Python bools with the parameters' structure (or a function
-            of the parameters returning one): decay only where True.
+        weight_decay: the decay coefficient, or a schedule of it (a function of the step
+            count, which then lives in the state).
+        mask: optional pytree of Python bools with the parameters' structure or a prefix
+            of it (a bool per subtree), or a function of the parameters returning one:
+            decay only where True.
 
     >>> opt = optim.add_decayed_weights(0.1, mask=lambda p: {"w": True, "b": False})
+    >>> opt = optim.add_decayed_weights(optim.linear_schedule(0.1, 0.0, 100))
     """
+    scheduled = callable(weight_decay)
 
     def init_fn(params):
-        return EmptyState()
+        return WeightDecayScheduleState(count=_zero_count()) if scheduled else EmptyState()
 
     def update_fn(updates, state, params=None, **extra_args):
         _require_params("add_decayed_weights", params)
+        rate = weight_decay(state.count) if scheduled else weight_decay
+        new_state = WeightDecayScheduleState(count=_safe_increment(state.count)) \
+            if scheduled else state
+
+        def decay(g, p):
+            return g + (_cast_like(rate, g) if scheduled else rate) * p
+
         if mask is None:
-            return tree.map(lambda g, p: g + weight_decay * p, updates, params), state
-        leaf_mask = mask(params) if callable(mask) else mask
-        decay = lambda g, p, m: g + weight_decay * p if m else g
-        return tree.map(decay, updates, params, leaf_mask), state
+            return tree.map(decay, updates, params), new_state
+        leaf_mask = tree.broadcast(mask(params) if callable(mask) else mask, params)
+        return tree.map(lambda g, p, m: decay(g, p) if m else g, updates, params,
+                        leaf_mask), new_state
 
     return GradientTransformation(init_fn, update_fn)

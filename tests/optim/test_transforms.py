@@ -44,6 +44,28 @@ def test_add_decayed_weights_and_mask():
         optim.add_decayed_weights(0.1).update(g, optim.EmptyState())
 
 
+def test_weight_decay_masks_by_a_prefix_and_follows_a_schedule():
+    # as Optax: a mask may be a prefix of the parameters (a bool per subtree), and the
+    # coefficient a schedule of the step count, kept in the state
+    p = {"enc": {"w": t([1.0, 2.0]), "b": t([3.0])}, "dec": {"w": t([4.0])}}
+    g = tree.map(lambda x: x * 0, p)
+    out, _ = optim.add_decayed_weights(0.5, mask={"enc": True, "dec": False}).update(
+        g, optim.EmptyState(), p)
+    np.testing.assert_allclose(np.asarray(out["enc"]["w"]), [0.5, 1.0])
+    np.testing.assert_allclose(np.asarray(out["dec"]["w"]), [0.0])
+    opt = optim.add_decayed_weights(optim.linear_schedule(1.0, 0.0, 4))
+    state = opt.init(p)
+    for step in range(3):
+        out, state = fg.jit(opt.update)(g, state, p) if step else opt.update(g, state, p)
+        np.testing.assert_allclose(np.asarray(out["dec"]["w"]), [4.0 * (1 - step / 4)])
+    assert int(state.count) == 3
+    masked = optim.adamw(0.1, weight_decay=optim.exponential_decay(0.1, 10, 0.5),
+                         mask={"enc": False, "dec": True})
+    updates, _ = masked.update(g, masked.init(p), p)
+    np.testing.assert_allclose(np.asarray(updates["enc"]["b"]), [0.0])
+    np.testing.assert_allclose(np.asarray(updates["dec"]["w"]), [-0.1 * 0.1 * 4.0])
+
+
 def test_chain_equals_sequential_application():
     p = {"w": t([1.0, -2.0, 3.0])}
     grads = [{"w": t([10.0, 0.0, -5.0])}, {"w": t([1.0, 2.0, 3.0])}]
