@@ -195,8 +195,11 @@ def _unique(names):
 
 
 def _argument_names(fun, count: int):
+    # a Module's __call__ takes *args: its forward names them
+    forward = getattr(fun, "forward", None)
     try:
-        params = list(inspect.signature(fun).parameters.values())
+        params = list(inspect.signature(forward if callable(forward) else fun)
+                      .parameters.values())
     except (TypeError, ValueError):
         params = []
     names = []

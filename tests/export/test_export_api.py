@@ -72,6 +72,13 @@ def test_names_are_unique_and_sanitized():
     assert len(set(outputs)) == 3 and all(n.replace("_", "").isalnum() for n in outputs)
 
 
+def test_a_modules_inputs_are_named_by_its_forward():
+    from funcgrad import nn, random
+
+    model = export.to_onnx(nn.Linear(3, 2, key=random.key(0)), fg.ones((4, 3)))
+    assert [i.name for i in model.graph.input] == ["x"]
+
+
 def test_path_writes_a_checked_model(tmp_path):
     import onnx
 
