@@ -99,6 +99,12 @@ def canonicalize(dtype) -> np.dtype:
         return dtype
     if isinstance(dtype, str):
         found = _BY_NAME.get(dtype)
+        if found is None:  # NumPy's codes: 'f4', '<i8', '?'
+            try:
+                found = np.dtype(dtype)
+            except TypeError:
+                found = None
+            found = found if found in _DTYPE_SET else None
         if found is None:
             raise ValueError(
                 f"unknown dtype {dtype!r}; valid dtypes are: {', '.join(sorted(_BY_NAME))}")
@@ -160,12 +166,18 @@ def promote_pairs(pairs: tuple) -> tuple[np.dtype, bool]:
 
 
 def promote_types(a, b) -> np.dtype:
-    """The dtype two strongly typed values promote to under JAX's lattice.
+    """The dtype two values of these dtypes promote to under JAX's lattice; the Python
+    types ``int``, ``float`` and ``complex`` stand for weakly typed values, as in JAX.
 
     >>> promote_types(fg.int8, fg.uint8)
     dtype('int16')
+    >>> promote_types(float, fg.float16)
+    dtype('float16')
     """
-    return promote_pairs(((canonicalize(a), False), (canonicalize(b), False)))[0]
+    def weak(t):  # identity: np.dtype("float64") == float holds
+        return any(t is python for python in (int, float, complex))
+
+    return promote_pairs(((canonicalize(a), weak(a)), (canonicalize(b), weak(b))))[0]
 
 
 _WEAK_DEFAULT_WIDTH = {np.dtype(np.float64): np.dtype(np.float32),

@@ -181,6 +181,8 @@ class Tensor:
         return str(self._host())
 
     def __format__(self, spec: str) -> str:
+        if type(self) is not Tensor:  # a tracer (f"{x}" in a traced function): its str
+            return format(str(self), spec)
         if self.ndim == 0:  # shortest repr of the dtype (float32 1.3, not 1.2999999523...)
             value = self._host()[()]
             return str(value) if not spec else format(value.item(), spec)

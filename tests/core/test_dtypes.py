@@ -241,6 +241,20 @@ def test_promote_types_accepts_names_and_is_commutative():
         fg.promote_types("nope", "int8")
 
 
+def test_python_types_promote_as_weak_values_and_numpy_codes_are_dtypes():
+    # as jnp.promote_types: int/float/complex stand for weakly typed values
+    assert fg.promote_types(float, fg.float16) == fg.float16
+    assert fg.promote_types(fg.int8, int) == fg.int8
+    assert fg.promote_types(float, fg.int8) == fg.float32
+    assert fg.promote_types(fg.float64, fg.float16) == fg.float64  # dtype == float holds
+    for code, dtype in [("f4", fg.float32), ("<f8", fg.float64), ("i4", fg.int32),
+                        ("u1", fg.uint8), ("?", fg.bool_), ("c16", fg.complex128)]:
+        assert fg.ones(2).astype(code).dtype == dtype
+        assert fg.tensor([1], dtype=code).dtype == dtype
+    with pytest.raises(ValueError, match="valid dtypes"):
+        fg.ones(2).astype("U3")
+
+
 def test_result_type_of_tensors_arrays_and_dtypes():
     assert fg.result_type(fg.ones(2, dtype=fg.float16), np.ones(2, np.float32)) == fg.float32
     assert fg.result_type(fg.int8, fg.uint8, fg.float16) == fg.float16

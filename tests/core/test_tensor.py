@@ -130,6 +130,20 @@ def test_str_and_format():
     assert f"{fg.tensor(3.14159):.2f}" == "3.14"
 
 
+def test_f_strings_of_traced_scalars_show_the_tracer():
+    # print(f"loss {loss}") inside a transformed function (an AttributeError before)
+    shown = []
+
+    def f(x):
+        shown.append(f"x = {x}")
+        return x * 2.0
+
+    fg.grad(f)(fg.tensor(3.0))
+    fg.vmap(f)(fg.ones(3))
+    fg.jit(f)(fg.tensor(3.0))
+    assert len(shown) == 3 and all(s.startswith("x = Tracer<f32[]>") for s in shown), shown
+
+
 # --- construction errors ---------------------------------------------------------------
 
 
