@@ -98,6 +98,12 @@ def reduction(combine_op: str, init):
         (x,), (aval,), (out,) = args, in_avals, out_avals
         if any(aval.shape[a] == 0 for a in axes):  # nothing to combine: the identity
             return [ctx.full(init(aval.dtype), out.strip_weak())]
+        if computed_from_constants(ctx, x):
+            # IREE 3.13 folds a constant computation into the reduction and then adds
+            # one element per vector of 8 or 16 (jit of fnp.exp(fnp.ones(1000)).sum() gave
+            # 340, not 2718; the gradient of a mean reduces a broadcast constant): in a
+            # buffer of its own, the reduction reads the values
+            (x,) = fusion_barrier(ctx, [x], [aval.strip_weak()])
         init_value = ctx.constant(np.asarray(init(aval.dtype), dtype=aval.dtype))
         op = ctx.op("stablehlo.reduce", [x, init_value], [out],
                     {"dimensions": ctx.i64_array(axes)}, regions=1)
@@ -105,6 +111,31 @@ def reduction(combine_op: str, init):
         return list(op.results)
 
     return rule
+
+
+def computed_from_constants(ctx, value) -> bool:
+    """Whether the MLIR ``value`` is computed from constants alone (no function or block
+    argument, no operation with regions, which IREE does not fold), so that IREE may fold
+    its computation into a consumer."""
+    memo = ctx.__dict__.setdefault("_from_constants", {})
+    pending = [value]
+    while pending:
+        v = pending[-1]
+        if v in memo:
+            pending.pop()
+            continue
+        owner = v.maybe_downcast().owner
+        if isinstance(v.maybe_downcast(), ctx.ir.BlockArgument) or len(owner.regions):
+            memo[v] = False
+            pending.pop()
+            continue
+        unknown = [x for x in owner.operands if x not in memo]
+        if unknown:
+            pending.extend(unknown)
+            continue
+        memo[v] = all(memo[x] for x in owner.operands)
+        pending.pop()
+    return memo[value]
 
 
 def lowest(dtype):

@@ -84,3 +84,24 @@ def test_long_products_with_few_results():
     np.testing.assert_allclose(np.asarray(ga), np.broadcast_to(v, a.shape), rtol=1e-6)
     rows = fg.jit(fg.vmap(lambda r: r @ fg.tensor(v)))(fg.tensor(a))
     np.testing.assert_allclose(np.asarray(rows), want, rtol=1e-6, atol=1e-4)
+
+
+def test_reductions_of_values_computed_from_constants():
+    # IREE 3.13 folded the constants into the reduction and added one element per vector
+    # (125 for fnp.ones(1000) * 2 summed; an API audit found it through the bias gradient
+    # of a jitted conv(x).mean()): rules.computed_from_constants
+    n = 1000
+
+    def reductions(x):
+        e = fnp.exp(fnp.ones(n))
+        return [(fnp.ones(n) * 2).sum() + x, fnp.exp(fnp.ones(n, fg.float64)).sum(), e.sum(),
+                fnp.exp(fnp.ones((40, 50))).sum(), (e > 2).sum(), e.max(), e.prod(),
+                fnp.exp(fnp.ones((n, 3))).sum(axis=0)]
+
+    x = fg.tensor(0.0)
+    for want, got in zip(reductions(x), fg.jit(reductions)(x), strict=True):
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-5)
+    bias_grad = lambda b, v: fg.grad(lambda b: fnp.mean(v + b), argnums=0)(b)  # noqa: E731
+    v = fg.tensor(np.random.default_rng(0).standard_normal((2, 3, 20, 20)).astype(np.float32))
+    np.testing.assert_allclose(fg.jit(bias_grad)(fg.zeros(20), v).numpy(),
+                               np.full(20, 1 / 20, np.float32), rtol=1e-6)
