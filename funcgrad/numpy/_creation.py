@@ -55,6 +55,14 @@ def _placed(fn):
     return create
 
 
+def _weak_like(x, out, dtype):
+    """``out`` weakly typed when ``x`` is and no dtype was asked for (a Python number given
+    to jit: the result comes out of jit at the default width, as eagerly and in JAX)."""
+    if dtype is None and getattr(x, "weak_type", False):
+        return ew.convert_element_type(out, out.dtype, weak_type=True)
+    return out
+
+
 def _like_device(x, out, device=None):
     """``out`` on ``device``, else on the device of ``x`` when ``x`` is a GPU tensor (as
     JAX's ``*_like``)."""
@@ -126,20 +134,20 @@ def _like(x, shape, dtype):
 
 def zeros_like(x, dtype=None, shape=None, *, device=None):
     """Zeros with the shape and dtype of ``x`` (on ``device``, else where ``x`` is)."""
-    shape, dtype = _like(x, shape, dtype)
-    return _like_device(x, _full(shape, 0, dtype), device)
+    shape, like_dtype = _like(x, shape, dtype)
+    return _like_device(x, _weak_like(x, _full(shape, 0, like_dtype), dtype), device)
 
 
 def ones_like(x, dtype=None, shape=None, *, device=None):
     """Ones with the shape and dtype of ``x`` (on ``device``, else where ``x`` is)."""
-    shape, dtype = _like(x, shape, dtype)
-    return _like_device(x, _full(shape, 1, dtype), device)
+    shape, like_dtype = _like(x, shape, dtype)
+    return _like_device(x, _weak_like(x, _full(shape, 1, like_dtype), dtype), device)
 
 
 def full_like(x, fill_value, dtype=None, shape=None, *, device=None):
     """``fill_value`` with the shape and dtype of ``x`` (on ``device``, else where ``x`` is)."""
-    shape, dtype = _like(x, shape, dtype)
-    return _like_device(x, full(shape, fill_value, dtype), device)
+    shape, like_dtype = _like(x, shape, dtype)
+    return _like_device(x, _weak_like(x, full(shape, fill_value, like_dtype), dtype), device)
 
 
 def empty_like(x, dtype=None, shape=None, *, device=None):

@@ -43,10 +43,11 @@ def _upcast(dtype):
 
 
 def _accumulated(prim_fn, x, target, *args):
-    """``prim_fn(x in its accumulation dtype, *args)``, converted back to ``target``."""
-    wide = _upcast(target)
-    out = prim_fn(ew.convert_element_type(x, wide), *args)
-    return out if wide == target else ew.convert_element_type(out, target)
+    """``prim_fn(x in its accumulation dtype, *args)``, converted back to ``target``; a
+    weakly typed ``x`` (a Python number given to jit) gives a weakly typed result."""
+    wide, weak = _upcast(target), x.weak_type and x.dtype == target
+    out = prim_fn(ew.convert_element_type(x, wide, weak_type=weak), *args)
+    return out if wide == target else ew.convert_element_type(out, target, weak_type=weak)
 
 
 def _masked(name, x, where, fill):
@@ -193,10 +194,11 @@ def mean(x, axis=None, dtype=None, keepdims: bool = False, *, where=None):
     x = asarray(x)
     axes = normalize_axes("mean", axis, x.ndim)
     target = dtypes.float_dtype_for(x.dtype) if dtype is None else dtypes.canonicalize(dtype)
-    wide = _upcast(target)
-    total = sum(ew.convert_element_type(x, wide), axis=axes, keepdims=keepdims, where=where)
+    wide, weak = _upcast(target), x.weak_type and dtype is None  # see _accumulated
+    total = sum(ew.convert_element_type(x, wide, weak_type=weak), axis=axes,
+                keepdims=keepdims, where=where)
     return ew.convert_element_type(total / _counted(x.shape, axes, keepdims, where, wide),
-                                   target)
+                                   target, weak_type=weak)
 
 
 def _counted(shape, axes, keepdims, where, dtype):

@@ -23,6 +23,7 @@ from funcgrad.core.abstract import ShapedArray, aval_of
 from funcgrad.core.interpreter import Interpreter, Tracer
 from funcgrad.core.ir import IR, Literal, eval_ir
 from funcgrad.core.primitive import UndefinedPrimal
+from funcgrad.core.prims import elementwise as ew
 from funcgrad.core.prims.structural import full
 from funcgrad.core.tensor import Tensor
 from funcgrad.transforms.tracing import TraceInterpreter, check_not_leaked
@@ -145,8 +146,11 @@ def _flatten_fun(fun, in_tree, has_aux=False):
         out = fun(*tree_unflatten(in_tree, list(flat_args)))
         if has_aux:
             if not (isinstance(out, tuple) and len(out) == 2):
+                got = f"a tensor of shape {out.shape}" if isinstance(out, Tensor) else \
+                    f"a {type(out).__name__} of {len(out)}" if isinstance(out, tuple) else \
+                    type(out).__name__
                 raise TypeError("has_aux=True needs the function to return a pair "
-                                f"(output, aux), got {type(out).__name__}")
+                                f"(output, aux), got {got}")
             out, aux = out
             store["aux"] = _strip_tangents(aux)
         leaves, store["tree"] = tree_flatten(out)
@@ -354,7 +358,12 @@ def _vjp_flat(flat_fun, flat_primals):
         for p in flat_primals:
             if is_differentiable(p.aval):
                 ct = next(in_cts)
-                result.append(zeros_for(p.aval.strip_weak()) if ct is None else ct)
+                ct = zeros_for(p.aval.strip_weak()) if ct is None else ct
+                if p.aval.weak_type and ct.dtype == p.aval.dtype:
+                    # a weakly typed primal (a Python number given to jit) has a weakly
+                    # typed cotangent, as in JAX: it comes out of jit at the default width
+                    ct = ew.convert_element_type(ct, ct.dtype, weak_type=True)
+                result.append(ct)
             else:
                 result.append(zeros_for(p.aval))
         return result
@@ -466,26 +475,29 @@ def value_and_grad(fun, argnums=0, has_aux: bool = False, holomorphic: bool = Fa
     >>> fg.value_and_grad(lambda x: (x ** 2).sum())(fg.tensor([1.0, 2.0]))
     (tensor(5., dtype=float32), tensor([2., 4.], dtype=float32))
     """
+    return _value_and_grad(fun, argnums, has_aux, holomorphic, "value_and_grad")
 
+
+def _value_and_grad(fun, argnums, has_aux, holomorphic, name):
     @functools.wraps(fun)
     def value_and_grad_fun(*args, **kwargs):
-        nums, single = _argnums_tuple(argnums, len(args), "grad")
+        nums, single = _argnums_tuple(argnums, len(args), name)
         partial, diff_args = _split_args(fun, args, kwargs, nums)
-        _check_inexact_inputs("grad", diff_args)
+        _check_inexact_inputs(name, diff_args)
         if holomorphic:
-            _check_complex("grad", "input", tree_flatten(diff_args)[0])
+            _check_complex(name, "input", tree_flatten(diff_args)[0])
         result = vjp(partial, *diff_args, has_aux=has_aux)
         out, pullback = result[0], result[1]
         if not isinstance(out, (Tensor, float, int)) or isinstance(out, bool):
-            raise TypeError("grad requires a function returning a single scalar tensor, got "
+            raise TypeError(f"{name} requires a function returning a single scalar tensor, got "
                             f"{type(out).__name__} (use has_aux=True to return more, or vjp "
                             "for pytree outputs)")
         scalar = as_tensor(out)
         if holomorphic:
-            _check_complex("grad", "output", [scalar])
+            _check_complex(name, "output", [scalar])
         if (scalar.shape != () or not dtypes.is_inexact(scalar.dtype)
                 or (dtypes.is_complex(scalar.dtype) and not holomorphic)):
-            raise TypeError(f"grad requires a real scalar float output (shape (), floating "
+            raise TypeError(f"{name} requires a real scalar float output (shape (), floating "
                             f"dtype); got shape {scalar.shape} and dtype {scalar.dtype.name}. "
                             "Use vjp or jacrev for non-scalar outputs, .sum() to reduce, and "
                             "fnp.real/fnp.abs for complex values (or holomorphic=True for "
@@ -509,7 +521,7 @@ def grad(fun, argnums=0, has_aux: bool = False, holomorphic: bool = False):
     >>> fg.grad(lambda z: z * z, holomorphic=True)(fg.tensor(1.0 + 2.0j))
     tensor(2.+4.j, dtype=complex64)
     """
-    vg = value_and_grad(fun, argnums, has_aux, holomorphic)
+    vg = _value_and_grad(fun, argnums, has_aux, holomorphic, "grad")
 
     @functools.wraps(fun)
     def grad_fun(*args, **kwargs):

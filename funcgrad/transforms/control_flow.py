@@ -442,7 +442,8 @@ def _leading_length(xs_flat, length):
 
 def scan(f, init, xs=None, length=None, reverse: bool = False, unroll: int = 1):
     """Loop ``carry, y = f(carry, x)`` over the leading axis of ``xs``; returns
-    ``(final carry, stacked ys)`` as ``jax.lax.scan``.
+    ``(final carry, stacked ys)`` as ``jax.lax.scan``.  ``unroll`` is accepted as in JAX;
+    under ``jit`` the compiler picks the unrolling (small bodies several steps at a time).
 
     >>> def step(total, x):
     ...     return total + x, total
@@ -974,11 +975,12 @@ while_p.batch = _while_batch
 while_p.partial_eval = _while_partial_eval
 
 
-def fori_loop(lower, upper, body_fun, init_val):
+def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
     """``for i in range(lower, upper): val = body_fun(i, val)``; returns ``val``.
 
     With Python-int bounds it is a ``scan`` (reverse-mode differentiable); with traced
-    bounds a ``while_loop``.
+    bounds a ``while_loop``.  ``unroll`` is accepted as in JAX and, as ``scan``'s, left to
+    the compiler, which unrolls small loop bodies by itself.
 
     >>> fg.fori_loop(0, 5, lambda i, total: total + i, fg.tensor(0))
     tensor(10, dtype=int32)

@@ -66,10 +66,11 @@ class DonatedBufferError(RuntimeError):
 
 
 class _Donated:
-    """Stands in for the buffer of a donated tensor."""
+    """Stands in for the buffer of a donated tensor: its shape and dtype stay readable
+    (as JAX's deleted arrays), its values raise."""
 
-    def __init__(self, name):
-        self.name = name
+    def __init__(self, name, shape, dtype):
+        self.name, self.shape, self.dtype = name, shape, dtype
 
     def to_numpy(self):
         raise DonatedBufferError(f"{self.name}: this tensor was donated to a jit call "
@@ -77,8 +78,6 @@ class _Donated:
                                  "use the call's result instead")
 
     eager_buffer = to_numpy
-    shape = property(lambda self: self.to_numpy())
-    dtype = shape
 
 
 # elements a transcendental function is worth, in multiply-adds (its compiled expansion:
@@ -876,11 +875,12 @@ def _default_width(out: Tensor) -> Tensor:
 
 
 def _mark_donated(t: Tensor, name: str):
+    shape, dtype = t.shape, t.dtype
     try:
         del t._buf
     except AttributeError:
         pass
-    t._dev = _Donated(name)
+    t._dev = _Donated(name, shape, dtype)
 
 
 def _flat_signature(tree):

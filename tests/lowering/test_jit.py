@@ -240,6 +240,10 @@ def test_donated_argument_cannot_be_used_again():
         np.asarray(x)
     with pytest.raises(DonatedBufferError):
         f(x, y)
+    with pytest.raises(DonatedBufferError):
+        x + 1
+    # its shape and dtype stay readable, as a deleted JAX array's
+    assert (x.shape, x.dtype, x.ndim, x.size) == ((3,), fg.float64, 1, 3)
     _close(y, np.asarray(y))  # the other argument is untouched
     _close(f(out, y), want + np.asarray(y), rtol=1e-12)
 
@@ -424,8 +428,11 @@ def test_log_retrace_environment_variable_prints_without_logging_setup(tmp_path)
 @pytest.mark.parametrize("value", [3, 2.5, 1 + 1j, True])
 @pytest.mark.parametrize("make", [
     lambda s: fnp.full((3,), s), lambda s: fnp.asarray(s), lambda s: fnp.zeros(3) * 0 + s,
-    lambda s: fnp.broadcast_to(s, (2,)), lambda s: fnp.stack([s, s])],
-    ids=["full", "asarray", "arith", "broadcast_to", "stack"])
+    lambda s: fnp.broadcast_to(s, (2,)), lambda s: fnp.stack([s, s]),
+    lambda s: fnp.sum(s), lambda s: fnp.cumsum(s), lambda s: fnp.zeros_like(s),
+    lambda s: fnp.full_like(s, 2)],
+    ids=["full", "asarray", "arith", "broadcast_to", "stack", "sum", "cumsum", "zeros_like",
+         "full_like"])
 def test_arrays_made_from_python_number_arguments_have_the_eager_dtype(make, value):
     # a Python number is weak 64-bit inside jit; what it alone decides comes out at the
     # default width, as eagerly (fnp.full gave float64 under jit)
@@ -447,6 +454,10 @@ def test_python_number_arguments_keep_full_precision():
     assert fg.jit(lambda x, dt: x * dt + 1.0)(x32, 0.1).dtype == fg.float32
     assert fg.jit(lambda a, b: a * b)(2.0, 3.0).dtype == fg.float32
     assert fg.jit(lambda a: a + 1)(5).dtype == fg.int32
+    # reductions, means and gradients of such numbers keep them weak (float64 before)
+    assert fg.jit(fnp.mean)(3).dtype == fg.float32
+    assert fg.jit(fg.grad(lambda a: a ** 2))(3.0).dtype == fg.float32
+    assert fg.jit(fg.grad(lambda a: fnp.sum(a * a)))(1.5).item() == 3.0
     # an int beyond int32 is an int64, not cut to int32 (it was wrapped to 0)
     assert fg.jit(lambda a: a)(2**40).item() == 2**40
     assert fg.jit(lambda a: a - 1)(-2**40).item() == -2**40 - 1

@@ -62,6 +62,7 @@ def test_scan_reverse_and_length():
 def test_while_and_fori_eager():
     assert int(fg.while_loop(lambda x: x < 10, lambda x: x * 2, fg.tensor(1))) == 16
     assert int(fg.fori_loop(0, 5, lambda i, t: t + i, fg.tensor(0))) == 10
+    assert int(fg.fori_loop(0, 5, lambda i, t: t + i, fg.tensor(0), unroll=2)) == 10  # JAX's
 
 
 def test_traced_control_flow_matches_eager():
