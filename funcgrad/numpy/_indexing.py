@@ -359,8 +359,8 @@ def _at_mode(method, mode, table):
 
 
 class _AtRef:
-    """``t.at[idx]``: ``.get/.set/.add/.subtract/.mul/.divide/.power/.min/.max`` return new
-    tensors, as JAX's.  ``mode``: by default a concrete out-of-range index raises
+    """``t.at[idx]``: ``.get/.set/.add/.subtract/.mul/.divide/.power/.min/.max/.apply``
+    return new tensors, as JAX's.  ``mode``: by default a concrete out-of-range index raises
     ``IndexError`` (a traced one is clamped by ``get``, dropped by updates); ``"clip"``
     clamps every index, ``"fill"`` (get, with ``fill_value``: NaN for floats by default)
     and ``"drop"`` (updates) handle every out-of-range one, concrete ones too.
@@ -428,6 +428,18 @@ class _AtRef:
         """A copy with the selected elements replaced by max(element, values)."""
         return _update(self.tensor, self.index, values, "max", _at_mode("max", mode,
                                                                          _UPDATE_MODES))
+
+    def apply(self, func, *, mode=None, indices_are_sorted=False, unique_indices=False):
+        """A copy with the elementwise function ``func`` applied to the selected elements
+        (once to an element selected several times).
+
+        >>> fg.tensor([1.0, 4.0, 9.0]).at[1:].apply(fnp.sqrt)
+        tensor([1., 2., 3.], dtype=float32)
+        """
+        x = asarray(self.tensor)
+        index_mode = _at_mode("apply", mode, _UPDATE_MODES)
+        selected = getitem(x, self.index, mode="clip" if index_mode else None)
+        return _update(x, self.index, func(selected), "set", index_mode)
 
 
 def _scattered_factors(x, index, values, method, mode):

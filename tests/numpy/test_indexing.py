@@ -423,6 +423,18 @@ def test_at_divide_and_power_as_jax():
         np.testing.assert_array_equal(out.numpy(), [16.0, 8.0])
 
 
+def test_at_apply_as_jax():
+    x = fg.tensor(np.array([1.0, 4.0, 9.0]))
+    for run in (lambda f: f, fg.jit):
+        out = run(lambda t: t.at[1:].apply(fnp.sqrt))(x)
+        np.testing.assert_array_equal(out.numpy(), [1.0, 2.0, 3.0])
+        out = run(lambda t: t.at[fg.tensor([2, 0])].apply(lambda v: -v))(x)
+        np.testing.assert_array_equal(out.numpy(), [-1.0, 4.0, -9.0])
+    grad = fg.grad(lambda t: t.at[1:].apply(fnp.sqrt).sum())(x)
+    np.testing.assert_allclose(grad.numpy(), [1.0, 0.25, 1 / 6])
+    np.testing.assert_array_equal(x.at[5].apply(fnp.sqrt, mode="drop").numpy(), x.numpy())
+
+
 AT_MODE_CASES = [  # (operation, expected on arange(12).reshape(3, 4) with rows [0, 5, -1, -4])
     (lambda a, i: a.at[i].get(mode="fill", fill_value=-1.0),
      lambda x: np.stack([x[0], np.full(4, -1.0), x[2], np.full(4, -1.0)])),
