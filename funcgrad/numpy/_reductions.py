@@ -222,11 +222,12 @@ def var(x, axis=None, dtype=None, ddof: int = 0, keepdims: bool = False, *,
     x = asarray(x)
     axes = normalize_axes("var", axis, x.ndim)
     target = dtypes.float_dtype_for(x.dtype) if dtype is None else dtypes.canonicalize(dtype)
+    weak = x.weak_type and dtype is None  # see _accumulated
     if _upcast(target) != target:
-        wide = var(ew.convert_element_type(x, _upcast(target)), axis=axes, ddof=ddof,
-                   keepdims=keepdims, where=where)
-        return ew.convert_element_type(wide, target)
-    x = ew.convert_element_type(x, target)
+        wide = var(ew.convert_element_type(x, _upcast(target), weak_type=weak), axis=axes,
+                   ddof=ddof, keepdims=keepdims, where=where)
+        return ew.convert_element_type(wide, target, weak_type=weak)
+    x = ew.convert_element_type(x, target, weak_type=weak)
     centered = x - mean(x, axis=axes, keepdims=True, where=where)
     if dtypes.is_complex(x.dtype):
         squared = elt.real(centered * elt.conjugate(centered))

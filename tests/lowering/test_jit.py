@@ -456,6 +456,7 @@ def test_python_number_arguments_keep_full_precision():
     assert fg.jit(lambda a: a + 1)(5).dtype == fg.int32
     # reductions, means and gradients of such numbers keep them weak (float64 before)
     assert fg.jit(fnp.mean)(3).dtype == fg.float32
+    assert fg.jit(fnp.std)(1.5).dtype == fg.float32
     assert fg.jit(fg.grad(lambda a: a ** 2))(3.0).dtype == fg.float32
     assert fg.jit(fg.grad(lambda a: fnp.sum(a * a)))(1.5).item() == 3.0
     # an int beyond int32 is an int64, not cut to int32 (it was wrapped to 0)
