@@ -1188,10 +1188,13 @@ def _inside(operation, block) -> bool:
 
 def _counted(cond_block) -> bool:
     """Whether a loop's condition reads one carry at most (a counter: fori_loop, scan).
-    Such loops need no select for a loop-invariant yield that the body also reads: with
-    it, IREE 3.13 failed at run time ("indirect buffer reference ... out of range": a scan
-    handing a closed-over x to two carries, test_a_scan_handing_a_closed_over_value_to_
-    two_carries); a loop with a data-dependent condition fails to compile without it."""
+    Such loops need no select for a yield that is another carry's unchanging argument
+    (a closed-over x the loop carries): with it, IREE 3.13 failed at run time ("indirect
+    buffer reference ... out of range": a scan handing x to two carries, test_a_scan_
+    handing_a_closed_over_value_to_two_carries); a loop with a data-dependent condition
+    fails to compile without it, and a counted loop whose carry takes a value computed
+    from loop-invariant ones (a cond of constants) failed at run time without it (test_a_
+    scan_resetting_its_carry_to_a_cond_of_constants)."""
     return sum(1 for argument in cond_block.arguments if any(True for _ in argument.uses)) <= 1
 
 
@@ -1217,8 +1220,9 @@ def _while_loop_op(ctx, init, init_avals, cond_fn, body_fn):
         copied = set()  # carries whose yield is a copy of another carry's value
         counted = _counted(cond_block)
         for k, invariant in _aliased_yields(ctx, outs, body_block):
-            if invariant and counted:
-                continue
+            if invariant and counted and \
+                    rules.argument_behind(ctx, outs[k], body_block) is not None:
+                continue  # another carry's unchanging argument: no select (_counted)
             (selected if invariant else copied).add(k)
             outs[k] = _varying(ctx, outs[k], body_block.arguments[k], init_avals[k]) \
                 if invariant else rules.fresh_copy(ctx, outs[k], init_avals[k], tag=k)

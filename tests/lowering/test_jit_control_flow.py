@@ -252,6 +252,25 @@ def test_a_scan_handing_a_closed_over_value_to_two_carries(length, scatter, dtyp
                                    fg.grad(loss)(x).numpy(), rtol=1e-12)
 
 
+def test_a_scan_resetting_its_carry_to_a_cond_of_constants():
+    # a sweep's seed 7004: the carry's next value is loop-invariant but computed (a cond of
+    # constants and the closed-over x); without the select over the carry (control_flow.
+    # _counted) the jit call failed at run time ("indirect buffer reference ... out of range")
+    k0 = fg.tensor(np.array([0.3, -0.2, 0.5, 0.1, -0.4]))
+    k1 = fg.tensor(np.array([1.0, 0.5, -0.5, 0.25, 0.75]))
+
+    def fun(x):
+        def body(d, _):
+            z, zeros = fg.cond(x[0] < 10.0, lambda a: (k1 * k0[3], fnp.zeros(5, fnp.float64)),
+                               lambda a: (a, fnp.zeros(5, fnp.float64)), x)
+            return z, (fnp.cos(d), fnp.cos((k0 * fnp.sin(d))[4]), zeros, 1.0 - fnp.sin(d) ** 2)
+        return fg.scan(body, x, None, length=2)[1]
+
+    x = fg.tensor(np.array([0.3, -0.7, 1.1, 0.45, -0.2]))
+    for want, got in zip(fun(x), fg.jit(fun)(x), strict=True):
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-12)
+
+
 # --- in-place updates of loop-invariant values; loops of no steps ------------------------------
 
 def test_an_update_of_a_loop_invariant_value_does_not_outlive_its_iteration():
