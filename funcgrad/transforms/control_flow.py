@@ -137,6 +137,19 @@ def _strong(aval: ShapedArray) -> ShapedArray:
     return aval.strip_weak()
 
 
+def _default_width(x: Tensor) -> Tensor:
+    """A staged operand or carry: a weakly typed 64-bit value (a Python number given to jit,
+    weak 64-bit inside) at the width the number has eagerly (``as_tensor(0.1)`` is a
+    float32), since control flow traces its operands strongly typed: a float32 x scaled by
+    such a carry stays float32, as eagerly and in JAX (it was float64, and fori_loop(0, n,
+    body, (x, lr)) under jit refused its own carry)."""
+    if x.weak_type:
+        narrow = dtypes.weak_default_width(x.dtype)
+        if narrow != x.dtype:
+            return ew.convert_element_type(x, narrow, weak_type=True)
+    return x
+
+
 # =========================================================================================
 # cond / switch
 # =========================================================================================
@@ -206,6 +219,7 @@ def _staged_switch(index, branches, operands, names):
     index = ew.max(ew.min(index, wrap(np.int32(len(branches) - 1))), wrap(np.int32(0)))
     flat_ops, in_tree = tree_flatten(operands)
     flat_ops = [as_tensor(x) for x in flat_ops]
+    flat_ops = [_default_width(x) for x in flat_ops]
     in_avals = [_strong(x.aval) for x in flat_ops]
     traced = [_trace_fun(b, in_tree, in_avals, "cond") for b in branches]
     out_tree = traced[0][2]
@@ -460,6 +474,7 @@ def scan(f, init, xs=None, length=None, reverse: bool = False, unroll: int = 1):
         return _scan_python(f, tree_unflatten(carry_tree, carry_flat), xs, xs_flat, xs_tree,
                             n, reverse)
 
+    carry_flat = [_default_width(c) for c in carry_flat]
     carry_avals = [_strong(c.aval) for c in carry_flat]
     x_avals = [ShapedArray(x.shape[1:], x.dtype) for x in xs_flat]
     store = {}
@@ -816,6 +831,7 @@ def while_loop(cond_fun, body_fun, init_val):
                 _check_same_type("while_loop", ["init_val", "what body_fun returns"], val, new)
                 first = False
             val = new
+    flat = [_default_width(x) for x in flat]
     avals = [_strong(x.aval) for x in flat]
     args_tree = tree_flatten((init_val,))[1]
     cond_ir, cond_consts, _ = _trace_fun(cond_fun, args_tree, avals, "while_cond")

@@ -457,6 +457,17 @@ def test_python_number_arguments_keep_full_precision():
     # reductions, means and gradients of such numbers keep them weak (float64 before)
     assert fg.jit(fnp.mean)(3).dtype == fg.float32
     assert fg.jit(fnp.std)(1.5).dtype == fg.float32
+    # ... and through control flow, which traces its operands strongly typed: a float32 x
+    # scaled by them stays float32 (the cond refused its branches, the fori_loop its carry)
+    x32 = fg.ones(3)
+    for fun in (lambda x, lr: fg.cond(lr > 0, lambda a: a * x, lambda a: x, lr),
+                lambda x, lr: fg.fori_loop(0, 3, lambda i, c: (c[0] - c[1] * c[0], c[1]),
+                                           (x, lr))[0],
+                lambda x, lr: fg.scan(lambda c, _: (c * 2, c), lr, None, length=2)[0] * x):
+        want = fun(x32, 0.1)
+        got = fg.jit(fun)(x32, 0.1)
+        assert got.dtype == want.dtype == fg.float32
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6)
     assert fg.jit(fg.grad(lambda a: a ** 2))(3.0).dtype == fg.float32
     assert fg.jit(fg.grad(lambda a: fnp.sum(a * a)))(1.5).item() == 3.0
     # an int beyond int32 is an int64, not cut to int32 (it was wrapped to 0)
