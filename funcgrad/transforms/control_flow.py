@@ -1265,10 +1265,7 @@ def _while_loop_op(ctx, init, init_avals, cond_fn, body_fn):
     #   a select or a copy (_aliased_yields): jvp(jit) of a while_loop resetting carries
     #   that start from x and its tangent failed at run time ("indirect buffer reference
     #   ... out of range", test_jvp_of_a_loop_resetting_carries_that_start_from_the_
-    #   arguments); or the carry changes in the loop (not handed on) at the function's top
-    #   level: jit(grad) of a scan whose carry starts from x and passes through a cond
-    #   failed the same way (sweep seed 7192, test_jit_grad_of_a_scan_of_a_cond_on_a_
-    #   carry_starting_from_x);
+    #   arguments);
     # - is (or IREE's CSE would make it) the initial value of another carry: IREE 3.13 then
     #   shares one buffer between them.  jit(grad) of a scan of xs=a with carry a[0], or of
     #   a fori_loop carrying (a, a), gave wrong gradients (two zero-filled outputs); loops
@@ -1300,7 +1297,7 @@ def _while_loop_op(ctx, init, init_avals, cond_fn, body_fn):
                 continue
             shared = any(rules.same_value(ctx, init[k], op.operands[j])
                          for j in range(len(init)) if j != k)
-            if shared or rules.may_alias_argument(ctx, init[k]):
+            if shared or (k in marked and rules.may_alias_argument(ctx, init[k])):
                 op.operands[k] = rules.fresh_copy(ctx, init[k], init_avals[k], tag=copies)
                 copies += 1
     return list(op.results)

@@ -271,27 +271,6 @@ def test_a_scan_resetting_its_carry_to_a_cond_of_constants():
         np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-12)
 
 
-def test_jit_grad_of_a_scan_of_a_cond_on_a_carry_starting_from_x():
-    # a sweep's seed 7192: the forward loop's carry started from x's own buffer and
-    # jit(grad) failed at run time ("indirect buffer reference ... out of range"); a carry
-    # that changes in a top-level loop now starts from a copy of an argument
-    km = fg.tensor(np.linspace(-1.0, 1.0, 30).reshape(6, 5))
-
-    def fun(x):
-        def body(c, xi):
-            c = fg.cond(fnp.sum(fnp.exp(0.1 * fnp.tanh(c))) > -0.22, lambda a: a,
-                        lambda a: fnp.sin(a), c)
-            return c, fnp.exp(0.1 * fnp.tanh(fnp.tanh(xi[4])))
-        c, ys = fg.scan(body, x, km[:2])
-        return fnp.sum(0.76 * c + 0.58 * fnp.sum(ys))
-
-    x = fg.tensor(np.array([0.3, -0.7, 1.1, 0.45, -0.2]))
-    loss = lambda v: fnp.sum(fun(v) ** 2)  # noqa: E731
-    want = fg.grad(loss)(x).numpy()
-    np.testing.assert_allclose(fg.jit(fg.grad(loss))(x).numpy(), want, rtol=1e-12)
-    np.testing.assert_allclose(fg.grad(fg.jit(loss))(x).numpy(), want, rtol=1e-12)
-
-
 # --- in-place updates of loop-invariant values; loops of no steps ------------------------------
 
 def test_an_update_of_a_loop_invariant_value_does_not_outlive_its_iteration():
