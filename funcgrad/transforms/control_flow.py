@@ -138,16 +138,11 @@ def _strong(aval: ShapedArray) -> ShapedArray:
 
 
 def _default_width(x: Tensor) -> Tensor:
-    """A staged operand or carry: a weakly typed 64-bit value (a Python number given to jit,
-    weak 64-bit inside) at the width the number has eagerly (``as_tensor(0.1)`` is a
-    float32), since control flow traces its operands strongly typed: a float32 x scaled by
-    such a carry stays float32, as eagerly and in JAX (it was float64, and fori_loop(0, n,
-    body, (x, lr)) under jit refused its own carry)."""
-    if x.weak_type:
-        narrow = dtypes.weak_default_width(x.dtype)
-        if narrow != x.dtype:
-            return ew.convert_element_type(x, narrow, weak_type=True)
-    return x
+    """A staged operand or carry at the width a Python number given to jit has eagerly
+    (``ew.at_default_width``), since control flow traces its operands strongly typed: a
+    float32 x scaled by such a carry stays float32, as eagerly and in JAX (it was float64,
+    and fori_loop(0, n, body, (x, lr)) under jit refused its own carry)."""
+    return ew.at_default_width(x)
 
 
 # =========================================================================================

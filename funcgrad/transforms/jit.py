@@ -29,6 +29,7 @@ from funcgrad.core.abstract import ShapedArray
 from funcgrad.core.devices import CPU
 from funcgrad.core.ir import IR, Literal, eval_ir, pretty_print, subprograms
 from funcgrad.core.primitive import Primitive, UndefinedPrimal
+from funcgrad.core.prims.elementwise import at_default_width
 from funcgrad.core.tensor import Tensor, aligned_copy, device_buffer, wrap_device
 from funcgrad.lowering.runtime import DeviceBuffer, importable
 from funcgrad.transforms.ad import as_tensor, tree_flatten, tree_unflatten, zeros_for
@@ -866,12 +867,7 @@ def _default_width(out: Tensor) -> Tensor:
     """A result made of Python numbers only (weak, 64-bit inside, see ``_argument``) comes
     out at the default width, as it would eagerly (``jit(lambda a: a * 2)(3.0)`` is a
     float32 6.0, as in JAX)."""
-    narrow = dtypes.weak_default_width(out.dtype) if out.weak_type else out.dtype
-    if narrow == out.dtype:
-        return out
-    from funcgrad.core.prims.elementwise import convert_element_type
-
-    return convert_element_type(out, narrow, weak_type=True)
+    return at_default_width(out)
 
 
 def _mark_donated(t: Tensor, name: str):

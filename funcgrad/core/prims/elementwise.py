@@ -681,6 +681,17 @@ def convert_element_type(x, new_dtype, weak_type: bool = False):
     return convert_element_type_p.bind(x, new_dtype=new_dtype, weak_type=weak_type)
 
 
+def at_default_width(x):
+    """``x`` when strongly typed; a weakly typed 64-bit ``x`` (a Python number given to
+    jit, weak 64-bit inside) converted to the width the number has eagerly, float32, int32
+    or complex64 (still weak)."""
+    if x.weak_type:
+        narrow = dtypes.weak_default_width(x.dtype)
+        if narrow != x.dtype:
+            return convert_element_type(x, narrow, weak_type=True)
+    return x
+
+
 def trunc(x):
     return select_n(lt(x, zeros_like_value(x)), floor(x), ceil(x))
 
