@@ -309,13 +309,7 @@ def _compile(module, holder: _SessionHolder, name: str, retry: bool = True) -> b
         failure = ""
         while attempts:
             flags = attempts.pop(0)
-            command = [_compiler_tool(), *flags, source, "-o", target]
-            try:
-                result = subprocess.run(command, capture_output=True, text=True,
-                                        timeout=_COMPILE_TIMEOUT_S)
-            except subprocess.TimeoutExpired:
-                raise CompileError(f"jit: compiling {name} took over {_COMPILE_TIMEOUT_S} s "
-                                   "and was stopped") from None
+            result = _run_compiler(flags, source, target, name, _has_host_branches(text))
             if result.returncode == 0:
                 if flags is safe or flags is plain:
                     logger.info("compiled %s without data tiling, microkernels and "
@@ -335,6 +329,45 @@ def _compile(module, holder: _SessionHolder, name: str, retry: bool = True) -> b
                         else "failed", name, result.returncode, "; retrying" if attempts else "")
     raise CompileError(f"jit: IREE failed to compile {name}:\n{_diagnostics(failure)}\n"
                        f"MLIR:\n{_truncate(text)}")
+
+
+def _has_host_branches(mlir_text: str) -> bool:
+    """Whether IREE's VM code for this module branches: only StableHLO's control flow
+    becomes VM branches (a fused scan's ``scf.for`` runs inside a kernel)."""
+    return any(op in mlir_text for op in ("stablehlo.while", "stablehlo.case", "stablehlo.if"))
+
+
+def _run_compiler(flags, source: str, target: str, name: str, branches: bool = True):
+    """``iree-compile``; for a module with ``branches``, in two steps: to the VM dialect,
+    where the branches that pass one buffer twice are rewritten (``vm_branches``: IREE
+    3.13 nulls one of them), then on to the flatbuffer (~0.1 s more than one step).
+    Returns the failing step's ``CompletedProcess`` or the last one."""
+    from funcgrad.lowering.vm_branches import separate_repeated_branch_refs
+
+    if not branches:
+        return _run_tool([_compiler_tool(), *flags, source, "-o", target], name)
+    vm_source = os.path.splitext(target)[0] + ".vm.mlir"
+    result = _run_tool([_compiler_tool(), *flags, "--compile-to=vm", source,
+                        "-o", vm_source], name)
+    if result.returncode != 0:
+        return result
+    with open(vm_source) as f:
+        text, changed = separate_repeated_branch_refs(f.read())
+    if changed:
+        logger.debug("%s: %d repeated buffer operands of VM branches separated", name, changed)
+        with open(vm_source, "w") as f:
+            f.write(text)
+    return _run_tool([_compiler_tool(), *flags, "--compile-from=vm", vm_source,
+                      "-o", target], name)
+
+
+def _run_tool(command, name: str):
+    try:
+        return subprocess.run(command, capture_output=True, text=True,
+                              timeout=_COMPILE_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        raise CompileError(f"jit: compiling {name} took over {_COMPILE_TIMEOUT_S} s "
+                           "and was stopped") from None
 
 
 _COMPILE_TIMEOUT_S = 900
