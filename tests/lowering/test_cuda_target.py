@@ -25,6 +25,13 @@ def test_compiles_for_cuda_and_the_ptx_targets_the_architecture(arch):
     assert b".entry" in artifact and b"main_dispatch" in artifact  # named kernels
 
 
+def test_a_loop_compiles_for_cuda():
+    # modules with control flow compile in two steps (lowering/vm_branches.py), as on CPU
+    fun = lambda x: fg.fori_loop(0, 3, lambda i, c: (c[0] * 2 + c[1], c[1]), (x, x))[0]
+    artifact = fg.jit(fun).lower(fg.ones(8)).compile(target="cuda", arch="sm_80")
+    assert b".target sm_80" in artifact and b".entry" in artifact
+
+
 def _cuda_mlir(fun, *args):
     from funcgrad.lowering.compiler import session_for_target
     from funcgrad.lowering.mlir import lower_module
