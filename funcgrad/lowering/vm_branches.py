@@ -29,6 +29,8 @@ from __future__ import annotations
 
 import re
 
+# the VM's branches (a stablehlo.case becomes a chain of vm.cond_br; a vm.br_table printed
+# over several lines would be left as it is)
 _BRANCH_OPS = ("vm.br ", "vm.cond_br ", "vm.br_table ")
 # one successor with operands: ^bb3(%a, %b : i32, !vm.ref<!hal.buffer>)
 _SUCCESSOR = re.compile(r"(\^[\w.$-]+)\(([^()]*?) : ([^()]*)\)")
