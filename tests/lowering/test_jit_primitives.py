@@ -498,3 +498,47 @@ def test_gathers_and_products_over_empty_axes():
     for grad in (fg.grad(prod_sum), fg.jit(fg.grad(prod_sum))):
         assert grad(x).shape == (0, 2)
     np.testing.assert_array_equal(fg.jit(lambda a: fnp.prod(a, axis=0))(x).numpy(), [1, 1])
+
+
+@pytest.mark.parametrize("index, axes", [([2], (1,)), ([[7, -2]], (2, 0)), ([[[1]]], (0,)),
+                                         ([1, 3, 0], (0, 1, 2))])
+def test_a_gather_of_one_index_row_under_jit(index, axes):
+    # lowered as a dynamic_slice (IREE 3.13 failed to compile a one-row gather fused into a
+    # reduction's dispatch); out-of-range starts are clamped as by the gather
+    from funcgrad.core.prims.indexing import gather
+
+    x = fg.tensor(np.arange(60.0).reshape(4, 5, 3))
+    idx = fg.tensor(np.array(index, np.int32))
+    f = lambda x, i: gather(x, i, axes)  # noqa: E731
+    want = f(x, idx).numpy()
+    np.testing.assert_array_equal(fg.jit(f)(x, idx).numpy(), want)
+    np.testing.assert_array_equal(fg.jit(lambda x, i: f(x, i).sum() + x.sum())(x, idx).numpy(),
+                                  want.sum() + 1770.0)
+
+
+def test_gradient_of_an_indexed_set_in_nested_scans_compiles():
+    # random-program sweep seed 9225, minimized: IREE 3.13 failed to compile the one-row
+    # gather of the transposed x.at[1].set(v) ("'arith.cmpi' op requires all operands to
+    # have the same type")
+    k1 = fg.tensor(np.array([1.0, 0.5, -0.5, 0.25, 0.75]))
+
+    def f(x):
+        def outer(carry, _):
+            c0, c1 = carry
+
+            def inner(carry, xi):
+                d0, d1 = carry
+                d0 = fnp.where(c0 > 0.2, c1 * xi, fnp.exp(0.1 * fnp.tanh(k1 * c1[0])))
+                return (d0.at[1].set(xi), d1), None
+
+            (d0, d1), _ = fg.scan(inner, (x, fnp.sin(x)), x)
+            return (d1, c1), None
+
+        (c0, _), _ = fg.scan(outer, (fg.tensor(np.zeros(5)), k1), None, length=5)
+        return fnp.sum((1.08 * c0) ** 2)
+
+    x = fg.tensor(np.array([0.3, -0.7, 1.1, 0.45, -0.2]))
+    np.testing.assert_allclose(fg.grad(fg.jit(f))(x).numpy(), fg.grad(f)(x).numpy(),
+                               rtol=1e-12)
+    np.testing.assert_allclose(fg.jit(fg.grad(f))(x).numpy(), fg.grad(f)(x).numpy(),
+                               rtol=1e-12)

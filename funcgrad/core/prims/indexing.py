@@ -274,7 +274,7 @@ def _landed_updates(indices, axes, shape, overwrite: bool):
         in_range = ((rows >= 0) & (rows < np.array(space, np.int64))).all()
         if in_range and (not overwrite or _distinct(rows)):
             return None
-    if overwrite:
+    if overwrite and n > 1:  # one update cannot be overwritten: only its range matters
         ids = reshape(iota(dtypes.int32, (n,), 0), batch)
         stayed = scatter(full(space, -1, dtypes.int32), indices, ids, tuple(range(len(axes))))
         return ew.eq(gather(stayed, indices, tuple(range(len(axes)))), ids)
@@ -586,10 +586,38 @@ def _lower_gather(ctx, args, in_avals, out_avals, *, axes):
     clamped = ctx.op1("stablehlo.clamp", [ctx.full(0, indices), args[1],
                                           _index_bounds(ctx, operand, indices, axes, 0)],
                       indices)
+    if math.prod(indices.shape[:-1]) == 1:
+        # one index row: a dynamic_slice.  IREE 3.13 fails to compile a gather of one row
+        # that it fuses as a 0-d consumer into a reduction's dispatch ("'arith.select' op
+        # failed to verify", "'arith.cmpi' op requires all operands to have the same
+        # type"): the gradient of x.at[1].set(v) in a scan, random-program sweep seed 9225
+        window = ctx.op1("stablehlo.dynamic_slice",
+                         [args[0], *_row_starts(ctx, clamped, operand, indices, axes)],
+                         operand.update(shape=tuple(sizes)),
+                         {"slice_sizes": ctx.i64_array(sizes)})
+        return [ctx.op1("stablehlo.reshape", [window], out_avals[0])]
     args = [args[0], clamped]
     return ctx.op("stablehlo.gather", args, out_avals, {
         "dimension_numbers": numbers, "slice_sizes": ctx.i64_array(sizes),
         "indices_are_sorted": ctx.bool_attr(False)})
+
+
+def _row_starts(ctx, index, operand, indices, axes):
+    """The 0-d start of every operand dimension for the one row of ``index`` (shape
+    ``indices.shape``): its columns for the indexed ``axes``, 0 for the others."""
+    scalar = indices.update(shape=())
+    starts = []
+    for d in range(operand.ndim):
+        if d not in axes:
+            starts.append(ctx.full(0, scalar))
+            continue
+        k = axes.index(d)
+        column = ctx.op1("stablehlo.slice", [index], indices.update(shape=(1,) * indices.ndim),
+                         {"start_indices": ctx.i64_array([0] * (indices.ndim - 1) + [k]),
+                          "limit_indices": ctx.i64_array([1] * (indices.ndim - 1) + [k + 1]),
+                          "strides": ctx.i64_array([1] * indices.ndim)})
+        starts.append(ctx.op1("stablehlo.reshape", [column], scalar))
+    return starts
 
 
 # elementwise operations: of splats, a splat
