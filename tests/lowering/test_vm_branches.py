@@ -86,3 +86,18 @@ def test_loops_whose_carries_share_a_buffer_run(f, mode):
                 "grad(jit)": fg.grad(fg.jit(f))}[mode]
     np.testing.assert_allclose(np.asarray(compiled(x)), np.asarray(reference),
                                rtol=1e-12, atol=1e-12)
+
+
+def test_a_rewrite_iree_rejects_falls_back_to_the_branches_as_they_were(
+        monkeypatch, tmp_path, caplog):
+    import funcgrad.lowering.vm_branches as vm_branches
+    from funcgrad.lowering import compiler
+
+    monkeypatch.setenv("FUNCGRAD_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(compiler, "_MEMORY_CACHE", {})  # compiled here, not found
+    monkeypatch.setattr(vm_branches, "separate_repeated_branch_refs",
+                        lambda text: (text + "\nthis is not MLIR\n", 1))
+    f = fg.jit(lambda x: fg.fori_loop(0, 3, lambda i, c: c * 2.0 + 1.0, x))
+    with caplog.at_level("INFO", logger="funcgrad.jit"):
+        np.testing.assert_array_equal(f(fg.tensor([1.0, 2.0])).numpy(), [15.0, 23.0])
+    assert "rejected the rewritten VM branches" in caplog.text
