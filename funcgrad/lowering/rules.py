@@ -308,13 +308,17 @@ def isolate_reads(ctx, block, updated) -> None:
 def isolate_constant_updates(ctx, block, updated) -> None:
     """Put the update of each in-place dynamic_update_slice of the loop body ``block`` (of
     an ``updated`` argument) that is made from a constant (``x.at[i].set(1.5)``: a select
-    of the constant) behind an optimization barrier.  IREE 3.13 otherwise wrote one such
-    update's constant for another's: the JVP of a fori_loop setting 1.5 wrote the
-    tangent's 0.0 into the primal."""
+    of the constant) or computed from constants alone behind an optimization barrier.
+    IREE 3.13 otherwise wrote one such update's constant for another's: the JVP of a
+    fori_loop setting 1.5 wrote the tangent's 0.0 into the primal; and it failed to
+    compile the unrolled steps of a scan writing ``-0.0`` (the cotangent of a carry the
+    body ignores) into its ys ("'stream.async.fill' op has invalid Write access range",
+    random-program sweep seed 9584)."""
     for operation in list(block.operations):
         if operation.name != "stablehlo.dynamic_update_slice" or \
-                updated_argument(ctx, operation.operands[0], block) not in updated or \
-                not from_constant(operation.operands[1]):
+                updated_argument(ctx, operation.operands[0], block) not in updated or not (
+                    from_constant(operation.operands[1])
+                    or computed_from_constants(ctx, operation.operands[1])):
             continue
         operation.operands[1] = _behind_barrier(ctx, operation.operands[1],
                                                 ctx.ir.InsertionPoint(operation))

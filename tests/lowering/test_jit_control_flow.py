@@ -328,6 +328,18 @@ def test_jvp_of_setting_a_constant_in_a_loop():
     np.testing.assert_array_equal(tangent.numpy(), [0.0, 0.0, 2.0, 2.0, 2.0])
 
 
+def test_gradient_of_a_scan_whose_body_ignores_its_carry():
+    # the carry's cotangent is 0.0 after the first step, so the unrolled steps wrote -0.0
+    # into the ys: IREE failed to compile them ("'stream.async.fill' op has invalid Write
+    # access range"; random-program sweep seed 9584)
+    x = fg.tensor(np.array([0.3, -0.7, 1.1, 0.45, -0.2]))
+    loss = lambda x: fg.scan(lambda c, xi: (0.2 * fnp.sum(x) - xi, None), x[3], x)[0] ** 2  # noqa: E731
+    np.testing.assert_allclose(fg.jit(fg.grad(loss))(x).numpy(),
+                               [0.156, 0.156, 0.156, 0.156, -0.624], rtol=1e-12)
+    np.testing.assert_allclose(fg.grad(fg.jit(loss))(x).numpy(), fg.grad(loss)(x).numpy(),
+                               rtol=1e-12)
+
+
 def _assert_jvps_of_jit_match(fun, x, t):
     """jvp(jit(fun)) and jit(jvp(fun)) at (x, t) equal the eager jvp."""
     want = fg.jvp(fun, (x,), (t,))
