@@ -50,6 +50,10 @@ def comparison(direction: str):
 
 
 def select(ctx, pred, on_true, on_false, aval: ShapedArray):
+    """``stablehlo.select``, or the value itself when both cases are one value (IREE folds
+    it anyway, and the loop rules must see what is left: control_flow._read_arguments)."""
+    if on_true == on_false:
+        return on_true
     return ctx.op1("stablehlo.select", [pred, on_true, on_false], aval)
 
 

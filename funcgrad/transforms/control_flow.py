@@ -1197,6 +1197,49 @@ def _inside(operation, block) -> bool:
     return False
 
 
+def _read_arguments(ctx, body_block, outs) -> set:
+    """The arguments of the loop body ``body_block`` that its yields ``outs`` (or an
+    operation with effects) depend on.  An argument read only by dead operations counts as
+    ignored: IREE drops those first (``where(p, c, c)`` of a carry's predicate ``p =
+    sum(c3) > 0``: the select folds, the sum is dead, and IREE crashed converting the
+    loop; random-program sweep seed 9478)."""
+    live_ops, pending = set(), list(outs)
+    for operation in body_block.operations:
+        if not len(operation.results) or operation.name in _EFFECT_OPS:
+            pending.extend(operation.operands)
+            live_ops.add(operation)
+    read = set()
+    while pending:
+        value = pending.pop().maybe_downcast()
+        if isinstance(value, ctx.ir.BlockArgument):
+            read.add(value)
+            continue
+        operation = value.owner
+        if operation in live_ops:
+            continue
+        live_ops.add(operation)
+        pending.extend(operation.operands)
+        for region in operation.regions:  # values a nested region reads from outside
+            for block in region.blocks:
+                for nested in block.operations:
+                    pending.extend(_operands_within(nested))
+    return read
+
+
+def _operands_within(operation) -> list:
+    """The operands of ``operation`` and of every operation nested in its regions."""
+    found = list(operation.operands)
+    for region in operation.regions:
+        for block in region.blocks:
+            for nested in block.operations:
+                found.extend(_operands_within(nested))
+    return found
+
+
+# operations kept for their effects although nothing reads their results
+_EFFECT_OPS = frozenset({"stablehlo.custom_call", "func.call", "stablehlo.outfeed"})
+
+
 def _counted(cond_block) -> bool:
     """Whether a loop's condition reads one carry at most (a counter: fori_loop, scan).
     Such loops need no select for a yield that is another carry's unchanging argument
@@ -1240,9 +1283,9 @@ def _while_loop_op(ctx, init, init_avals, cond_fn, body_fn):
         # IREE 3.13 also miscompiles a body that ignores a carried value (the zoom line
         # search of optim.lbfgs: "region branch point has 26 operands, but region successor
         # needs 28 inputs"): each such value is made to count
+        read = _read_arguments(ctx, body_block, outs)
         for k, argument in enumerate(body_block.arguments):
-            if not any(True for _ in argument.uses) and \
-                    rules.argument_behind(ctx, outs[k], body_block) != k:
+            if argument not in read and rules.argument_behind(ctx, outs[k], body_block) != k:
                 outs[k] = _varying(ctx, outs[k], argument, init_avals[k])
                 selected.add(k)
         ctx.op("stablehlo.return", outs, [])

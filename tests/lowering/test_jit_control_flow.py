@@ -340,6 +340,26 @@ def test_gradient_of_a_scan_whose_body_ignores_its_carry():
                                rtol=1e-12)
 
 
+def test_a_while_loop_whose_carry_is_read_only_by_dead_code():
+    # where(p, c2, c2) folds, so the sum that p reads c3 through is dead: IREE crashed
+    # converting the loop unless c3 counts as ignored (random-program sweep seed 9478)
+    x = fg.tensor(np.array([0.3, -0.7, 1.1, 0.45, -0.2]))
+
+    def f(x):
+        def body(s):
+            n, c1, c2, c3 = s
+            return n + 1, c1, x, fnp.where(fnp.sum(c3) > 0.44, c2, c2)
+
+        _, _, c2, c3 = fg.while_loop(lambda s: (s[0] < 2) & (s[1] < 3.9), body,
+                                     (fg.tensor(np.int32(0)), fg.float64(0.0), x, x))
+        return fnp.sum(c2 + 0.84 * c3)
+
+    np.testing.assert_allclose(float(fg.jit(f)(x)), float(f(x)), rtol=1e-12)
+    xs = fg.tensor(np.stack([x.numpy(), -x.numpy()]))
+    np.testing.assert_allclose(fg.jit(fg.vmap(f))(xs).numpy(), fg.vmap(f)(xs).numpy(),
+                               rtol=1e-12)
+
+
 def _assert_jvps_of_jit_match(fun, x, t):
     """jvp(jit(fun)) and jit(jvp(fun)) at (x, t) equal the eager jvp."""
     want = fg.jvp(fun, (x,), (t,))
