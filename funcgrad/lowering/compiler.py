@@ -19,6 +19,8 @@ import tempfile
 import threading
 import time
 
+from funcgrad.lowering import vm_branches
+
 logger = logging.getLogger("funcgrad.jit")
 
 CPU_FLAGS = (
@@ -307,9 +309,10 @@ def _compile(module, holder: _SessionHolder, name: str, retry: bool = True) -> b
         safe = plain + ["--mlir-disable-threading"]
         attempts = [list(holder.flags), list(holder.flags), safe]
         failure = ""
+        branches = _has_host_branches(text)
         while attempts:
             flags = attempts.pop(0)
-            result = _run_compiler(flags, source, target, name, _has_host_branches(text))
+            result = _run_compiler(flags, source, target, name, branches)
             if result.returncode == 0:
                 if flags is safe or flags is plain:
                     logger.info("compiled %s without data tiling, microkernels and "
@@ -342,8 +345,6 @@ def _run_compiler(flags, source: str, target: str, name: str, branches: bool = T
     where the branches that pass one buffer twice are rewritten (``vm_branches``: IREE
     3.13 nulls one of them), then on to the flatbuffer (~0.1 s more than one step).
     Returns the failing step's ``CompletedProcess`` or the last one."""
-    from funcgrad.lowering.vm_branches import separate_repeated_branch_refs
-
     if not branches:
         return _run_tool([_compiler_tool(), *flags, source, "-o", target], name)
     vm_source = os.path.splitext(target)[0] + ".vm.mlir"
@@ -353,7 +354,7 @@ def _run_compiler(flags, source: str, target: str, name: str, branches: bool = T
         return result
     with open(vm_source) as f:
         original = f.read()
-    text, changed = separate_repeated_branch_refs(original)
+    text, changed = vm_branches.separate_repeated_branch_refs(original)
     finish = [_compiler_tool(), *flags, "--compile-from=vm", vm_source, "-o", target]
     if changed:
         logger.debug("%s: %d repeated buffer operands of VM branches separated", name, changed)

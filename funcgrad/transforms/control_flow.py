@@ -1218,11 +1218,7 @@ def _read_arguments(ctx, body_block, outs) -> set:
         if operation in live_ops:
             continue
         live_ops.add(operation)
-        pending.extend(operation.operands)
-        for region in operation.regions:  # values a nested region reads from outside
-            for block in region.blocks:
-                for nested in block.operations:
-                    pending.extend(_operands_within(nested))
+        pending.extend(_operands_within(operation))  # with what nested regions read
     return read
 
 

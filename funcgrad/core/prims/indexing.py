@@ -583,19 +583,22 @@ def _lower_gather(ctx, args, in_avals, out_avals, *, axes):
     sizes = [1 if d in axes else operand.shape[d] for d in range(operand.ndim)]
     # clamped here, as the eager impl does: IREE reads out of bounds otherwise (garbage, or
     # a segmentation fault), although StableHLO specifies clamping
-    clamped = ctx.op1("stablehlo.clamp", [ctx.full(0, indices), args[1],
-                                          _index_bounds(ctx, operand, indices, axes, 0)],
-                      indices)
     if math.prod(indices.shape[:-1]) == 1:
-        # one index row: a dynamic_slice.  IREE 3.13 fails to compile a gather of one row
-        # that it fuses as a 0-d consumer into a reduction's dispatch ("'arith.select' op
-        # failed to verify", "'arith.cmpi' op requires all operands to have the same
-        # type"): the gradient of x.at[1].set(v) in a scan, random-program sweep seed 9225
-        window = ctx.op1("stablehlo.dynamic_slice",
-                         [args[0], *_row_starts(ctx, clamped, operand, indices, axes)],
+        # one index row: a dynamic_slice (its starts clamped as the gather's indices are).
+        # IREE 3.13 fails to compile a gather of one row that it fuses as a 0-d consumer
+        # into a reduction's dispatch ("'arith.select' op failed to verify", "'arith.cmpi'
+        # op requires all operands to have the same type"): the gradient of x.at[1].set(v)
+        # in a scan, random-program sweep seed 9225
+        starts = _lowered_starts(ctx, _row_starts(ctx, args[1], operand, indices, axes),
+                                 [indices.update(shape=())] * operand.ndim, operand.shape,
+                                 sizes)
+        window = ctx.op1("stablehlo.dynamic_slice", [args[0], *starts],
                          operand.update(shape=tuple(sizes)),
                          {"slice_sizes": ctx.i64_array(sizes)})
         return [ctx.op1("stablehlo.reshape", [window], out_avals[0])]
+    clamped = ctx.op1("stablehlo.clamp", [ctx.full(0, indices), args[1],
+                                          _index_bounds(ctx, operand, indices, axes, 0)],
+                      indices)
     args = [args[0], clamped]
     return ctx.op("stablehlo.gather", args, out_avals, {
         "dimension_numbers": numbers, "slice_sizes": ctx.i64_array(sizes),
@@ -604,7 +607,8 @@ def _lower_gather(ctx, args, in_avals, out_avals, *, axes):
 
 def _row_starts(ctx, index, operand, indices, axes):
     """The 0-d start of every operand dimension for the one row of ``index`` (shape
-    ``indices.shape``): its columns for the indexed ``axes``, 0 for the others."""
+    ``indices.shape``), not clamped: its columns for the indexed ``axes``, 0 for the
+    others."""
     scalar = indices.update(shape=())
     starts = []
     for d in range(operand.ndim):
