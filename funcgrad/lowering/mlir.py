@@ -302,6 +302,9 @@ class LoweringContext:
                 outs = self.lower_ir(program, args[n_const:],
                                      consts=None if inline_consts else args[:n_const])
                 func.ReturnOp(self._owning_results(outs))
+            from funcgrad.lowering import rules
+
+            rules.isolate_reads_of_updated_values(self, block)
         return fn
 
 

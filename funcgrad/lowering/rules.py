@@ -309,6 +309,44 @@ def isolate_reads(ctx, block, updated) -> None:
         read.replace_all_uses_except(isolated, isolated.owner.operation)
 
 
+def isolate_reads_of_updated_values(ctx, block) -> None:
+    """Put each slice of a value that a dynamic_update_slice in ``block`` (or in the
+    regions of its control flow, recursively) updates in place behind an optimization
+    barrier, unless it is behind one already.  IREE 3.13 clones such a slice into the
+    dispatch that consumes it and may order it after the update, wherever the two are:
+    the transpose of ``x.at[i].add(v)`` reads the cotangent at ``i`` and zeroes it there,
+    and ``jit(grad)`` read the zero (random-program sweep seed 9834, also outside loops;
+    ``isolate_reads`` covers the carries of a loop, which the body updates)."""
+    operations = list(block.operations)
+    targets = {_buffer_of(ctx, operation.operands[0]) for operation in operations
+               if operation.name == "stablehlo.dynamic_update_slice"}
+    for operation in operations:
+        if operation.name in _SLICING_OPS and \
+                _buffer_of(ctx, operation.operands[0]) in targets and \
+                not _only_behind_barrier(operation.results[0]):
+            read = operation.results[0]
+            isolated = _behind_barrier(ctx, read, ctx.ir.InsertionPoint.after(operation))
+            read.replace_all_uses_except(isolated, isolated.owner.operation)
+        if operation.name in ("stablehlo.while", "stablehlo.if", "stablehlo.case"):
+            for region in operation.regions:
+                for inner in region.blocks:
+                    isolate_reads_of_updated_values(ctx, inner)
+
+
+def _buffer_of(ctx, value, depth: int = 32):
+    """The value whose buffer ``value`` is, through views."""
+    value = value.maybe_downcast()
+    while depth and not isinstance(value, ctx.ir.BlockArgument) and \
+            value.owner.name in _VIEW_OPS:
+        value, depth = _passed_through(value).maybe_downcast(), depth - 1
+    return value
+
+
+def _only_behind_barrier(value) -> bool:
+    uses = [use.owner for use in value.uses]
+    return len(uses) == 1 and uses[0].name == "stablehlo.optimization_barrier"
+
+
 def isolate_constant_updates(ctx, block, updated) -> None:
     """Put the update of each in-place dynamic_update_slice of the loop body ``block`` (of
     an ``updated`` argument) that is made from a constant (``x.at[i].set(1.5)``: a select

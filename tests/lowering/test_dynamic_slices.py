@@ -247,3 +247,41 @@ def test_updates_at_traced_scalars_keep_the_dtype_rules():
     want = np.zeros((3, 3), np.int32)
     want[:, 1] = 7
     np.testing.assert_array_equal(column, want)
+
+
+# IREE 3.13 orders a slice of a value after the in-place update of that value when it
+# clones the slice into a consumer's dispatch: the transpose of x.at[i].add(v) reads the
+# cotangent at i (the update's) and zeroes it there (the operand's), and jit(grad) read
+# the zero (random-program sweep seed 9834; the matmul makes IREE fuse it so)
+_W = np.arange(25.0).reshape(5, 5) / 50
+
+
+def _added_at_traced_index(x, i):
+    c = (x * 0.8) ** 2 * x
+    c = c.at[i].add(0.2 * fnp.sum(x))
+    return fnp.sum((c * 0.8) ** 2 + fnp.asarray(_W) @ x) ** 2
+
+
+@pytest.mark.parametrize("i", [0, 2, 4])
+def test_jit_grad_reads_a_cotangent_before_zeroing_it_in_place(i):
+    x = np.array([0.3, -0.7, 1.1, 0.45, -0.2])
+    want = fg.grad(_added_at_traced_index)(fnp.asarray(x), i)
+    got = fg.jit(fg.grad(_added_at_traced_index))(fnp.asarray(x), fnp.int32(i))
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+    h = 1e-6
+    fd = [(_added_at_traced_index(fnp.asarray(x + e), i)
+           - _added_at_traced_index(fnp.asarray(x - e), i)) / (2 * h) for e in np.eye(5) * h]
+    np.testing.assert_allclose(want, np.array([float(v) for v in fd]), rtol=1e-6)
+
+
+def test_jit_grad_of_a_loop_adding_at_a_traced_index():
+    w = fnp.asarray(_W)
+
+    def loss(x):
+        def body(i, c):
+            return fnp.sin(c.at[i % 5].add(0.2 * fnp.sum(x)) * 0.8) + w @ x
+
+        return fnp.sum(0.44 * fg.fori_loop(1, 5, body, x * 2.0)) ** 2
+
+    x = fnp.asarray(np.array([0.3, -0.7, 1.1, 0.45, -0.2]))
+    np.testing.assert_allclose(fg.jit(fg.grad(loss))(x), fg.grad(loss)(x), rtol=1e-12)
