@@ -429,8 +429,12 @@ def _dynamic_update_slice_transpose(ct, x, update, *starts):
     shape = updates_shape(update)
     ct_x = ct_u = None
     if is_undefined(x):
-        ct_x = dynamic_update_slice(ct, broadcast_in_dim(np.zeros((), ct.dtype), shape, ()),
-                                    starts)
+        # zeros in the window, selected rather than written in place: IREE 3.13 ordered
+        # the in-place zeroing of ct before its other reads (ct_u, a matmul), so jit(grad)
+        # of x.at[i].add(v) read zeros (random-program sweeps, seeds 9834 and 58)
+        zeros = broadcast_in_dim(np.zeros((), ct.dtype), ct.shape, ())
+        inside = _window_mask(ct.shape, starts, shape)
+        ct_x = zeros if inside is None else ew.select_n(inside, ct, zeros)
     if is_undefined(update):
         ct_u = dynamic_slice(ct, starts, shape)
     return [ct_x, ct_u] + none
@@ -444,6 +448,23 @@ def _dynamic_update_slice_batch(axis_size, args, dims):
         return dynamic_update_slice(x, update, (0, *starts)), 0
     indices = _window_positions(x.shape[1:], starts, update.shape[1:], dims[2:], axis_size)
     return scatter(x, indices, update, tuple(range(x.ndim)), "set"), 0
+
+
+def _window_mask(shape, starts, sizes):
+    """Where the window of ``sizes`` at the (clamped) ``starts`` lies in an array of
+    ``shape``: a bool array, or None when the window is the whole array."""
+    mask = None
+    for k, (s, size, n) in enumerate(zip(starts, shape, sizes, strict=True)):
+        if n == size:  # the whole axis: the start clamps to 0
+            continue
+        s = ew.convert_element_type(_as_tensor(s), dtypes.int32)
+        s = ew.max(ew.min(s, full((), size - n, dtypes.int32)), full((), 0, dtypes.int32))
+        position = iota(dtypes.int32, shape, k)
+        low = broadcast_in_dim(s, shape, ())
+        high = broadcast_in_dim(ew.add(s, full((), n, dtypes.int32)), shape, ())
+        inside = ew.and_p.bind(ew.ge(position, low), ew.lt(position, high))
+        mask = inside if mask is None else ew.and_p.bind(mask, inside)
+    return mask
 
 
 def _window_positions(shape, starts, sizes, dims=None, axis_size=None):
