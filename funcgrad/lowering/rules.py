@@ -314,9 +314,11 @@ def isolate_reads_of_updated_values(ctx, block) -> None:
     regions of its control flow, recursively) updates in place behind an optimization
     barrier, unless it is behind one already.  IREE 3.13 clones such a slice into the
     dispatch that consumes it and may order it after the update, wherever the two are:
-    the transpose of ``x.at[i].add(v)`` reads the cotangent at ``i`` and zeroes it there,
-    and ``jit(grad)`` read the zero (random-program sweep seed 9834, also outside loops;
-    ``isolate_reads`` covers the carries of a loop, which the body updates)."""
+    ``jit(grad)`` of ``x.at[i].add(v)`` read zeros when the transpose still zeroed the
+    cotangent at ``i`` in place and read it there (random-program sweep seed 9834, also
+    outside loops; the barrier fixed that module).  The transpose selects now (indexing.
+    _dynamic_update_slice_transpose); this keeps user code that reads and updates one
+    value safe.  ``isolate_reads`` covers the carries of a loop, which the body updates."""
     operations = list(block.operations)
     targets = {_buffer_of(ctx, operation.operands[0]) for operation in operations
                if operation.name == "stablehlo.dynamic_update_slice"}
