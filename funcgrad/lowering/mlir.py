@@ -305,6 +305,7 @@ class LoweringContext:
             from funcgrad.lowering import rules
 
             rules.isolate_reads_of_updated_values(self, block)
+            rules.copy_updated_values_read_elsewhere(self, block)
         return fn
 
 

@@ -335,6 +335,61 @@ def isolate_reads_of_updated_values(ctx, block) -> None:
                     isolate_reads_of_updated_values(ctx, inner)
 
 
+def copy_updated_values_read_elsewhere(ctx, block) -> None:
+    """Give each dynamic_update_slice in ``block`` (or in the regions of its control flow,
+    recursively) a copy of its target to update when another operation reads that value
+    (through views; slices excepted, see above) without feeding the update.  IREE 3.13
+    updated the target in place and ran such a read after it: ``jit(jacfwd(grad(f)))`` of
+    ``v = x + x[argmax(x)]; y = v.at[i].add(v[0]); (v + y * y)`` added the updated ``v``
+    (tangents of v, straight-line sweep seed 165)."""
+    copies = 0
+    for operation in list(block.operations):
+        if operation.name in ("stablehlo.while", "stablehlo.if", "stablehlo.case"):
+            for region in operation.regions:
+                for inner in region.blocks:
+                    copy_updated_values_read_elsewhere(ctx, inner)
+        if operation.name != "stablehlo.dynamic_update_slice":
+            continue
+        target = operation.operands[0]
+        readers = _readers_of(ctx, _buffer_of(ctx, target), operation)
+        if readers and not _all_feed(ctx, readers, operation):
+            with ctx.ir.InsertionPoint(operation):
+                operation.operands[0] = fresh_copy(ctx, target, ctx.aval_of(target),
+                                                   tag=copies)
+            copies += 1
+
+
+def _same_operation(a, b) -> bool:
+    return getattr(a, "operation", a) == getattr(b, "operation", b)
+
+
+def _readers_of(ctx, value, update) -> list:
+    """The operations other than ``update`` that read ``value`` (through views), slices
+    excepted."""
+    readers, pending = [], [value]
+    while pending:
+        for use in pending.pop().uses:
+            owner = use.owner
+            if owner.name in _VIEW_OPS:
+                pending.extend(owner.results)
+            elif owner.name not in _SLICING_OPS and not _same_operation(owner, update):
+                readers.append(owner)
+    return readers
+
+
+def _all_feed(ctx, readers, update) -> bool:
+    """Whether every one of ``readers`` computes an operand of ``update`` (other than its
+    target), so that it runs before the update."""
+    feeding, pending = set(), list(update.operands[1:])
+    while pending:
+        value = pending.pop().maybe_downcast()
+        if value in feeding or isinstance(value, ctx.ir.BlockArgument):
+            continue
+        feeding.add(value)
+        pending.extend(value.owner.operands)
+    return all(any(result in feeding for result in reader.results) for reader in readers)
+
+
 def _buffer_of(ctx, value, depth: int = 32):
     """The value whose buffer ``value`` is, through views."""
     value = value.maybe_downcast()
