@@ -1098,7 +1098,9 @@ def _select_branches(ctx, index, index_aval, operands, branches, out_avals):
     for k, branch in enumerate(branches[1:], 1):
         outs = ctx.lower_ir(branch, operands)
         chosen = rules.compare(ctx, index, ctx.full(k, index_aval), index_aval, "EQ")
-        results = [ctx.op1("stablehlo.select", [chosen, new, old], aval.strip_weak())
+        # rules.select: a branch returning what the others do is no select (IREE folds
+        # it, and the loop rules must see the carry handed on: random-program seed 10267)
+        results = [rules.select(ctx, chosen, new, old, aval.strip_weak())
                    for new, old, aval in zip(outs, results, out_avals, strict=True)]
     if results:
         # a fusion boundary: IREE 3.13 otherwise fuses a chain of many selected conds

@@ -360,6 +360,27 @@ def test_a_while_loop_whose_carry_is_read_only_by_dead_code():
                                rtol=1e-12)
 
 
+def test_a_while_loop_whose_cond_returns_its_operand_in_every_branch():
+    # cond(p, id, id, c1) is c1, so the sum that p reads c2 through is dead: IREE crashed
+    # converting the loop while the cond was still a select of c1 and c1 (random-program
+    # sweep seed 10267)
+    k = fg.tensor(np.array([0.3, -0.2, 0.5, 0.1, -0.4]))
+
+    def f(x):
+        def body(s):
+            n, c0, c1, c2 = s
+            c1 = fg.cond(0.2 * fnp.sum(c2) > 0.36, lambda a: a, lambda a: a, c1)
+            return n + 1, k, c1, k * c1
+
+        _, c0, c1, c2 = fg.while_loop(lambda s: (s[0] < 3) & (s[2] < 3.1), body,
+                                      (fg.tensor(np.int32(0)), fnp.zeros(5, fg.float64),
+                                       fg.float64(0.0), fnp.sin(x)))
+        return 1.13 * c0 + 1.31 * c1 + 0.6 * c2
+
+    x = fg.tensor(np.array([0.3, -0.7, 1.1, 0.45, -0.2]))
+    np.testing.assert_allclose(fg.jit(f)(x).numpy(), f(x).numpy(), rtol=1e-12)
+
+
 def _assert_jvps_of_jit_match(fun, x, t):
     """jvp(jit(fun)) and jit(jvp(fun)) at (x, t) equal the eager jvp."""
     want = fg.jvp(fun, (x,), (t,))
