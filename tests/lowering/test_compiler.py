@@ -77,6 +77,25 @@ def test_a_diagnostic_is_retried_once_without_the_optional_optimizations(tmp_pat
     assert "--iree-llvmcpu-enable-ukernels" not in second
     assert "--mlir-disable-threading" not in second  # threads are kept after a diagnostic
 
+def test_a_runaway_compile_with_aggressive_fusion_is_redone_without_it(tmp_path,
+                                                                       monkeypatch):
+    # IREE 3.13 ran past 7 minutes and 24 GB on a small float64 module with aggressive
+    # fusion (2 s without): such a compile is stopped and redone without the flag
+    calls = tmp_path / "calls"
+    real = compiler._compiler_tool()
+    fake = tmp_path / "iree-compile"
+    fake.write_text(f'#!/bin/sh\necho "$@" >> {calls}\n'
+                    f'case "$*" in *aggressive-fusion*) sleep 30;; esac\nexec {real} "$@"\n')
+    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setattr(compiler, "_compiler_tool", lambda: str(fake))
+    monkeypatch.setattr(compiler, "_FUSED_COMPILE_TIMEOUT_S", 1)
+    x = fg.tensor([0.5, 1.5], fg.float64)
+    out = fg.jit(lambda x: fnp.sin(x) * 2.0)(x)  # float64 math, no matmul: fused
+    assert abs(float(out[1]) - 2 * 0.9974949866040544) < 1e-14
+    first, second = calls.read_text().splitlines()
+    assert compiler.FUSION_FLAG in first and compiler.FUSION_FLAG not in second
+
+
 def test_background_compile_answers_first_then_switches_to_compiled_code():
     fg.config.update("jit_background_compile", True)
     try:
