@@ -248,15 +248,12 @@ def updated_in_place(ctx, block) -> set:
     return found - {None}
 
 
-def argument_behind(ctx, value, block, depth: int = 32):
+def argument_behind(ctx, value, block):
     """The number of ``block``'s argument whose buffer ``value`` is (through views), or
     None."""
-    value = value.maybe_downcast()
-    if isinstance(value, ctx.ir.BlockArgument):
-        return value.arg_number if value.owner == block else None
-    if depth and value.owner.name in _VIEW_OPS:
-        return argument_behind(ctx, _passed_through(value), block, depth - 1)
-    return None
+    value = _buffer_of(ctx, value)
+    return value.arg_number if isinstance(value, ctx.ir.BlockArgument) and \
+        value.owner == block else None
 
 
 def copy_before_updates(ctx, block, positions, invariant=lambda value: False) -> None:
@@ -319,20 +316,17 @@ def isolate_reads_of_updated_values(ctx, block) -> None:
     outside loops; the barrier fixed that module).  The transpose selects now (indexing.
     _dynamic_update_slice_transpose); this keeps user code that reads and updates one
     value safe.  ``isolate_reads`` covers the carries of a loop, which the body updates."""
-    operations = list(block.operations)
-    targets = {_buffer_of(ctx, operation.operands[0]) for operation in operations
-               if operation.name == "stablehlo.dynamic_update_slice"}
-    for operation in operations:
-        if operation.name in _SLICING_OPS and \
-                _buffer_of(ctx, operation.operands[0]) in targets and \
-                not _only_behind_barrier(operation.results[0]):
-            read = operation.results[0]
-            isolated = _behind_barrier(ctx, read, ctx.ir.InsertionPoint.after(operation))
-            read.replace_all_uses_except(isolated, isolated.owner.operation)
-        if operation.name in ("stablehlo.while", "stablehlo.if", "stablehlo.case"):
-            for region in operation.regions:
-                for inner in region.blocks:
-                    isolate_reads_of_updated_values(ctx, inner)
+    for inner in _control_flow_blocks(block):
+        operations = list(inner.operations)
+        targets = {_buffer_of(ctx, operation.operands[0]) for operation in operations
+                   if operation.name == "stablehlo.dynamic_update_slice"}
+        for operation in operations:
+            if operation.name in _SLICING_OPS and \
+                    _buffer_of(ctx, operation.operands[0]) in targets and \
+                    not _only_behind_barrier(operation.results[0]):
+                read = operation.results[0]
+                isolated = _behind_barrier(ctx, read, ctx.ir.InsertionPoint.after(operation))
+                read.replace_all_uses_except(isolated, isolated.owner.operation)
 
 
 def copy_updated_values_read_elsewhere(ctx, block) -> None:
@@ -342,21 +336,28 @@ def copy_updated_values_read_elsewhere(ctx, block) -> None:
     updated the target in place and ran such a read after it: ``jit(jacfwd(grad(f)))`` of
     ``v = x + x[argmax(x)]; y = v.at[i].add(v[0]); (v + y * y)`` added the updated ``v``
     (tangents of v, straight-line sweep seed 165)."""
-    copies = 0
+    for inner in _control_flow_blocks(block):
+        copies = 0
+        for operation in list(inner.operations):
+            if operation.name != "stablehlo.dynamic_update_slice":
+                continue
+            target = operation.operands[0]
+            readers = _readers_of(ctx, _buffer_of(ctx, target), operation)
+            if readers and not _all_feed(ctx, readers, operation):
+                with ctx.ir.InsertionPoint(operation):
+                    operation.operands[0] = fresh_copy(ctx, target, ctx.aval_of(target),
+                                                       tag=copies)
+                copies += 1
+
+
+def _control_flow_blocks(block):
+    """``block`` and the blocks of the while/if/case regions in it, recursively."""
+    yield block
     for operation in list(block.operations):
         if operation.name in ("stablehlo.while", "stablehlo.if", "stablehlo.case"):
             for region in operation.regions:
                 for inner in region.blocks:
-                    copy_updated_values_read_elsewhere(ctx, inner)
-        if operation.name != "stablehlo.dynamic_update_slice":
-            continue
-        target = operation.operands[0]
-        readers = _readers_of(ctx, _buffer_of(ctx, target), operation)
-        if readers and not _all_feed(ctx, readers, operation):
-            with ctx.ir.InsertionPoint(operation):
-                operation.operands[0] = fresh_copy(ctx, target, ctx.aval_of(target),
-                                                   tag=copies)
-            copies += 1
+                    yield from _control_flow_blocks(inner)
 
 
 def _same_operation(a, b) -> bool:

@@ -450,6 +450,13 @@ def _dynamic_update_slice_batch(axis_size, args, dims):
     return scatter(x, indices, update, tuple(range(x.ndim)), "set"), 0
 
 
+def _clamped_start(s, size, n):
+    """int32 start(s) ``s`` of a window of ``n`` clamped into an axis of ``size``, as XLA
+    clamps them."""
+    return ew.max(ew.min(s, full(s.shape, size - n, dtypes.int32)),
+                  full(s.shape, 0, dtypes.int32))
+
+
 def _window_mask(shape, starts, sizes):
     """Where the window of ``sizes`` at the (clamped) ``starts`` lies in an array of
     ``shape``: a bool array, or None when the window is the whole array."""
@@ -457,8 +464,7 @@ def _window_mask(shape, starts, sizes):
     for k, (s, size, n) in enumerate(zip(starts, shape, sizes, strict=True)):
         if n == size:  # the whole axis: the start clamps to 0
             continue
-        s = ew.convert_element_type(_as_tensor(s), dtypes.int32)
-        s = ew.max(ew.min(s, full((), size - n, dtypes.int32)), full((), 0, dtypes.int32))
+        s = _clamped_start(ew.convert_element_type(_as_tensor(s), dtypes.int32), size, n)
         position = iota(dtypes.int32, shape, k)
         low = broadcast_in_dim(s, shape, ())
         high = broadcast_in_dim(ew.add(s, full((), n, dtypes.int32)), shape, ())
@@ -478,9 +484,7 @@ def _window_positions(shape, starts, sizes, dims=None, axis_size=None):
     dims = (None,) * len(starts) if dims is None else dims
     for k, (s, d, size, n) in enumerate(zip(starts, dims, shape, sizes, strict=True)):
         s = ew.convert_element_type(_as_tensor(s), dtypes.int32)
-        s = s if d is None else moveaxis(s, d, 0)
-        s = ew.max(ew.min(s, full(s.shape, size - n, dtypes.int32)),
-                   full(s.shape, 0, dtypes.int32))
+        s = _clamped_start(s if d is None else moveaxis(s, d, 0), size, n)
         s = broadcast_in_dim(s, (*grid, 1), () if d is None else (0,))
         position = reshape(iota(dtypes.int32, grid, len(lead) + k), (*grid, 1))
         columns.append(ew.add(position, s))
