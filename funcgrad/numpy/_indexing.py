@@ -451,7 +451,7 @@ def _scattered_factors(x, index, values, method, mode):
 
 def _update(x, index, values, mode, index_mode=None):
     x = asarray(x)
-    if (mode == "set" or (mode == "add" and x.dtype != dtypes.bool_)) and index_mode is None:
+    if index_mode is None and _combines_by_window(mode, x.dtype):
         updated = _update_window(x, index, values, mode)
         if updated is not None:
             return updated
@@ -475,11 +475,27 @@ def _update_values(values, dtype, shape, mode):
     return broadcast_exactly(f"at[].{mode}", values, shape, "values", "the indexed")
 
 
+def _combines_by_window(mode, dtype) -> bool:
+    """Whether an ``.at[]`` update with a traced 0-d index may combine its window
+    elementwise in one dynamic_update_slice (each element is updated once, so that is the
+    scatter): not bool add/mul/min/max (a scatter's logical combines) nor complex min/max
+    (ordered by parts).  Besides updating in place, the window keeps the jvp of a mul away
+    from the pairwise collision products of _product_of_colliding_others, whose fused
+    dispatch IREE 3.13 could not compile under aggressive fusion (design.md)."""
+    if mode == "set":
+        return True
+    return dtype != dtypes.bool_ and (mode in ("add", "mul") or not dtypes.is_complex(dtype))
+
+
+_WINDOW_COMBINE = {"add": ew.add, "mul": ew.mul, "min": ew.min, "max": ew.max}
+
+
 def _update_window(x, index, values, mode):
-    """``x.at[index].set/add(values)`` as one ``dynamic_update_slice`` where ``index`` is
-    ints, step-1 slices and at least one traced 0-d integer tensor (``x.at[i].set(v)`` in a
-    loop): in place when compiled, where a scatter copies the whole array.  A traced index
-    out of range leaves ``x`` as it is (JAX drops such updates).  None otherwise."""
+    """``x.at[index].set/add/mul/min/max(values)`` as one ``dynamic_update_slice`` where
+    ``index`` is ints, step-1 slices and at least one traced 0-d integer tensor
+    (``x.at[i].set(v)`` in a loop): in place when compiled, where a scatter copies the whole
+    array.  A traced index out of range leaves ``x`` as it is (JAX drops such updates).
+    None otherwise."""
     entries = _expand_entries(index, x.ndim)
     traced = [e for e in entries if isinstance(e, _Advanced) and _is_traced(e.value)]
     if not traced or any(e is None or (isinstance(e, _Advanced) and (
@@ -505,8 +521,8 @@ def _update_window(x, index, values, mode):
         return None
     values = st.reshape(_update_values(values, x.dtype, tuple(indexed), mode), window)
     old = ix.dynamic_slice(x, starts, window)
-    if mode == "add":
-        values = ew.add(old, values)
+    if mode != "set":
+        values = _WINDOW_COMBINE[mode](old, values)
     values = ew.select_n(broadcast_to(in_range, tuple(window)), old, values)
     return ix.dynamic_update_slice(x, values, starts)
 
