@@ -112,7 +112,8 @@ CPU_PLAIN_FLAGS = tuple(f for f in CPU_FLAGS if f not in (
 # Programs that run on IREE's worker threads (local-task) are compiled with coarse fences:
 # the call returns at once and funcgrad waits for its fence (runtime.Executable._await)
 ASYNC_FLAG = "--iree-execution-model=async-external"
-# For matmul-free programs of float64 math (funcgrad.transforms.jit._fuses_aggressively):
+# For programs of float64 math and nothing but elementwise and data-movement operations
+# (funcgrad.transforms.jit._fuses_aggressively; IREE 3.13 miscompiles fused reductions):
 # IREE otherwise splits the deep elementwise graphs of math64's expansions into several
 # dispatches and recomputes the values they share in each.  1M float64 values, one module
 # compiled both ways and called alternately: pow 118 -> 35 ms, sin 10.7 -> 8.0, atan2

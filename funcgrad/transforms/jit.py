@@ -29,6 +29,8 @@ from funcgrad.core.abstract import ShapedArray
 from funcgrad.core.devices import CPU
 from funcgrad.core.ir import IR, Literal, eval_ir, pretty_print, subprograms
 from funcgrad.core.primitive import Primitive, UndefinedPrimal
+from funcgrad.core.prims import elementwise as ew
+from funcgrad.core.prims import structural
 from funcgrad.core.prims.elementwise import at_default_width
 from funcgrad.core.tensor import Tensor, aligned_copy, device_buffer, wrap_device
 from funcgrad.lowering.runtime import DeviceBuffer, importable
@@ -130,13 +132,28 @@ def _cpu_plan(program: IR) -> tuple[str, str]:
 _EXPANDED_MATH = frozenset(_ELEMENT_COST) | {"rem"}
 
 
+def _primitive_names(*modules) -> frozenset:
+    return frozenset(v.name for m in modules for v in vars(m).values()
+                     if isinstance(v, Primitive))
+
+
+# What a program compiled with aggressive fusion may hold: elementwise and data-movement
+# operations, and calls whose bodies hold only those.  IREE 3.13 miscompiles reductions
+# fused with their consumers under the flag (a column sum feeding an elementwise op that
+# feeds a total came out 4x: the sum was accumulated once per row tile) and never finishes
+# compiling some fused matvecs; deep elementwise graphs are what the flag is for
+_FUSIBLE = _primitive_names(ew, structural) | {
+    "jit_call", "custom_jvp_call", "custom_vjp_call", "checkpoint", "stop_gradient"}
+
+
 def _fuses_aggressively(program: IR) -> bool:
     """Whether ``program`` computes float64 or complex transcendental functions (deep
-    graphs of elementwise operations when compiled, funcgrad.lowering.math64) and has no
-    matmul (which lost 5-15% to aggressive fusion: compiler.FUSION_FLAG)."""
+    graphs of elementwise operations when compiled, funcgrad.lowering.math64) and nothing
+    but elementwise and data-movement operations (_FUSIBLE: no matmul, which lost 5-15% to
+    aggressive fusion, compiler.FUSION_FLAG; no reduction, indexing or loop)."""
     found = False
     for eqn in _equations(program):
-        if eqn.prim.name == "dot_general":
+        if eqn.prim.name not in _FUSIBLE:
             return False
         found = found or (eqn.prim.name in _EXPANDED_MATH and any(
             v.aval.dtype.itemsize >= 8 and v.aval.dtype.kind in "fc" for v in eqn.outputs))

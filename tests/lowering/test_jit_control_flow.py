@@ -505,8 +505,8 @@ def test_a_batched_scatter_into_a_closed_over_value_does_not_pile_up():
 
 
 def test_jvp_of_a_scan_of_a_custom_jvp_float64_sin():
-    # float64 math compiles with aggressive fusion, which IREE 3.13 fails on here ("operand
-    # #3 does not dominate this use"): the compile is retried without it
+    # float64 math in a loop compiled with aggressive fusion (before jit._FUSIBLE kept loops
+    # out of it), which IREE 3.13 failed on here ("operand #3 does not dominate this use")
     x, t = fg.tensor(_X), fg.tensor(np.array([1.0, 0.5, -0.7, 0.2, 0.4]))
 
     @fg.custom_jvp
