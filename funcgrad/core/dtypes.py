@@ -88,6 +88,11 @@ def _least_upper_bound(nodes) -> object:
     raise TypeError(f"no common dtype for {nodes}")  # unreachable: complex128 tops all
 
 
+class DTypeError(TypeError, ValueError):
+    """An unknown or unsupported dtype: a TypeError as in JAX and NumPy ("data type not
+    understood"), and a ValueError as funcgrad raised before."""
+
+
 def canonicalize(dtype) -> np.dtype:
     """Turn a dtype-like (string, numpy type, Python type) into a supported ``np.dtype``.
 
@@ -106,7 +111,7 @@ def canonicalize(dtype) -> np.dtype:
                 found = None
             found = found if found in _DTYPE_SET else None
         if found is None:
-            raise ValueError(
+            raise DTypeError(
                 f"unknown dtype {dtype!r}; valid dtypes are: {', '.join(sorted(_BY_NAME))}")
         return found
     if dtype is float:
@@ -122,7 +127,7 @@ def canonicalize(dtype) -> np.dtype:
     except TypeError:
         as_np = None
     if as_np is None or as_np not in _DTYPE_SET:
-        raise ValueError(
+        raise DTypeError(
             f"unsupported dtype {dtype!r}; valid dtypes are: {', '.join(d.name for d in SUPPORTED)}"
         )
     return as_np

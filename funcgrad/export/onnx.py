@@ -213,7 +213,10 @@ def _argument_names(fun, count: int):
 
 
 def _function_name(fun) -> str:
-    return getattr(fun, "__qualname__", None) or getattr(fun, "__name__", None) or repr(fun)
+    """A function's name, or a callable object's class name (a Module's repr lists its
+    parameters)."""
+    return getattr(fun, "__qualname__", None) or getattr(fun, "__name__", None) \
+        or type(fun).__qualname__
 
 
 # --- the entry point ---------------------------------------------------------------------------

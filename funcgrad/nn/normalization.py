@@ -119,6 +119,10 @@ class BatchNorm(Module):
     state unchanged.  The module itself only holds the float ``weight`` and ``bias``, so
     ``fg.grad`` of a model containing it needs no filtering.
 
+    An unbatched image ``(C, H, W)`` is taken as a batch of one (so a model composes with
+    ``fg.vmap``, typically with ``inference=True``) where the batched reading cannot hold:
+    ``C`` on axis 0 and not on axis 1; a ``(C, C, W)`` input is read as ``(N, C, L)``.
+
     Arguments:
         num_features: the number of channels ``C``.
         eps: added to the variance.
@@ -160,9 +164,13 @@ class BatchNorm(Module):
 
     def forward(self, x, state: BatchNormState, *, inference: bool = False):
         x = asarray(x)
+        if x.ndim == 3 and x.shape[0] == self.num_features != x.shape[1]:
+            y, state = self.forward(x[None], state, inference=inference)
+            return y[0], state
         if x.ndim < 2 or x.shape[1] != self.num_features:
             raise ValueError(f"BatchNorm: expected input of shape (N, {self.num_features}, ...) "
-                             f"with the channels on axis 1, got shape {x.shape}")
+                             f"with the channels on axis 1 (or an unbatched image "
+                             f"({self.num_features}, H, W)), got shape {x.shape}")
         if not isinstance(state, tuple) or len(state) != 3:
             raise TypeError("BatchNorm: the second argument must be the state from "
                             "bn.initial_state() (or the state a previous call returned)")

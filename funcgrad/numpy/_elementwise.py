@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 import math
 import operator
 from sys import getrefcount
@@ -607,6 +608,12 @@ def clip(x, a_min=None, a_max=None, *, min=None, max=None):  # noqa: A002
     lo = a_min if min is None else min
     hi = a_max if max is None else max
     x = asarray(x)
+    if x.dtype.kind in "iu":
+        # a Python int bound past the dtype's range limits nothing (as np.clip): clip(uint8,
+        # -1, 3) is clip(uint8, 0, 3), where maximum(uint8, -1) is an overflow
+        info = np.iinfo(x.dtype)
+        lo, hi = (builtins.min(builtins.max(b, int(info.min)), int(info.max))
+                  if type(b) is int else b for b in (lo, hi))
     if lo is not None:
         x = maximum(x, lo)  # noqa: F821
     if hi is not None:

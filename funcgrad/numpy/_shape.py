@@ -66,10 +66,13 @@ def reshape(x, shape, order: str = "C"):
     return st.reshape(x, shape)
 
 
-def ravel(x):
-    """The elements as a 1-d tensor."""
-    x = asarray(x)
-    return st.reshape(x, (x.size,))
+def ravel(x, order: str = "C"):
+    """The elements as a 1-d tensor; ``order="F"`` first index fastest, as NumPy.
+
+    >>> fnp.ravel(fnp.arange(6).reshape(2, 3), order="F")
+    tensor([0, 3, 1, 4, 2, 5], dtype=int32)
+    """
+    return reshape(x, (-1,), order)
 
 
 def transpose(x, axes=None):

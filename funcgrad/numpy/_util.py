@@ -11,7 +11,7 @@ from funcgrad.core.config import config
 from funcgrad.core.interpreter import Tracer
 from funcgrad.core.prims import elementwise as ew
 from funcgrad.core.prims.structural import broadcast_in_dim
-from funcgrad.core.tensor import Tensor, to_numpy_array, wrap
+from funcgrad.core.tensor import Tensor, tensor, to_numpy_array, wrap
 
 _SCALARS = (bool, int, float, complex)
 
@@ -22,6 +22,8 @@ def asarray(x, dtype=None) -> Tensor:
         if dtype is not None:
             return ew.convert_element_type(x, dtypes.canonicalize(dtype))
         return x
+    if isinstance(x, (list, tuple)):  # may hold traced tensors: stacked by operations
+        return tensor(x, dtype)
     return wrap(to_numpy_array(x, dtype))
 
 

@@ -230,6 +230,11 @@ def test_unknown_dtype_string_lists_valid_ones(bad):
 def test_unsupported_dtype_object_raises_value_error():
     with pytest.raises(ValueError, match="valid dtypes"):
         fg.zeros(2, dtype=np.dtype("U5"))
+    # also a TypeError, as JAX's and NumPy's "data type not understood"
+    with pytest.raises(TypeError, match="unsupported dtype"):
+        fg.tensor(np.array(["a"]))
+    with pytest.raises(TypeError, match="unknown dtype 'floot32'"):
+        fg.zeros(2, dtype="floot32")
     with pytest.raises(ValueError, match="valid dtypes"):
         fg.zeros(2, dtype=np.float128 if hasattr(np, "float128") else np.dtype("M8[s]"))
 

@@ -77,6 +77,7 @@ def test_a_modules_inputs_are_named_by_its_forward():
 
     model = export.to_onnx(nn.Linear(3, 2, key=random.key(0)), fg.ones((4, 3)))
     assert [i.name for i in model.graph.input] == ["x"]
+    assert model.graph.name == "Linear"  # the class, not a repr listing the parameters
 
 
 def test_path_writes_a_checked_model(tmp_path):

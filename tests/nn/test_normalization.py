@@ -108,6 +108,20 @@ def test_batch_norm_without_running_stats_uses_the_batch_in_inference_too():
         assert same is state and int(same.num_batches_tracked) == 0
 
 
+def test_batch_norm_takes_an_unbatched_image_so_models_compose_with_vmap():
+    bn = nn.BatchNorm(3, dtype=fg.float64)
+    _, state = bn(fg.tensor(rand(6, 3, 4, 5, seed=1) * 2 + 1), bn.initial_state())
+    images = fg.tensor(rand(2, 3, 4, 5, seed=2))
+    batched, _ = bn(images, state, inference=True)
+    per_example = fg.vmap(lambda x: bn(x, state, inference=True)[0])(images)
+    np.testing.assert_allclose(per_example, batched, rtol=1e-12)
+    y, one = bn(images[0], state)  # training on one image: a batch of one
+    np.testing.assert_allclose(y, bn(images[:1], state)[0][0], rtol=1e-12)
+    assert int(one.num_batches_tracked) == 2
+    # (N, C, L) with N == C stays the batched reading
+    assert bn(fg.ones((3, 3, 2)), state, inference=True)[0].shape == (3, 3, 2)
+
+
 def test_batch_norm_grad_jit_and_errors():
     bn = nn.BatchNorm(2, dtype=fg.float64)
     state = bn.initial_state()

@@ -164,6 +164,31 @@ def test_array_and_asarray_aliases():
     _check(fnp.asarray([1, 2], dtype="float64"), np.array([1.0, 2.0]))
 
 
+def test_functions_take_lists_of_traced_values_as_eagerly():
+    """fnp.linalg.norm([dx, dy]) works eagerly; under grad, vmap and jit the list holds
+    tracers, which every function converts as fg.asarray does (stacked by operations)."""
+    x = fg.tensor([3.0, 4.0, 1.0])
+
+    def f(x):
+        return fnp.linalg.norm([x[0], x[1]]) + fnp.sum(fnp.maximum([x[0], 2.0], [x[2], x[2]]))
+
+    assert float(f(x)) == 5.0 + 3.0 + 2.0
+    want = np.array([0.6 + 1.0, 0.8, 0.0])
+    np.testing.assert_allclose(fg.grad(f)(x).numpy(), want, rtol=1e-6)
+    np.testing.assert_allclose(fg.jit(fg.grad(f))(x).numpy(), want, rtol=1e-6)
+    got = fg.vmap(lambda a: fnp.sum(fnp.stack([a, a]) * fnp.asarray([a, 1.0])))(x)
+    np.testing.assert_allclose(got.numpy(), x.numpy() ** 2 + x.numpy())
+    assert fg.vmap(lambda a: fnp.sum([a, a]))(x).tolist() == [6.0, 8.0, 2.0]
+
+
+def test_full_of_a_python_number_is_weakly_typed_as_jax():
+    half = fg.tensor(np.ones(2, np.float16))
+    assert fg.full((2,), 1.5).weak_type and (fg.full((2,), 1.5) + half).dtype == fg.float16
+    assert fg.full((2,), 1.5).dtype == fg.float32 and fg.full(2, 3).dtype == fg.int32
+    assert not fg.full((2,), 1.5, fg.float32).weak_type and not fg.full(2, True).weak_type
+    assert (fg.full((2,), 1.5, fg.float32) + half).dtype == fg.float32
+
+
 def test_creation_on_a_device():
     assert fg.zeros(2, device="cpu").device == fg.device("cpu")
     assert fg.ones(2, device=fg.device("cpu")).device == fg.device("cpu")

@@ -277,6 +277,11 @@ def test_clip_keeps_dtype():
     assert fnp.clip(fg.tensor([1, 5, 9]), 2, 6).tolist() == [2, 5, 6]
     assert fnp.clip(fg.tensor([1, 5, 9]), 2, 6).dtype == fg.int32
     assert fnp.clip(fg.ones(2, dtype=fg.bfloat16), 0.0, 0.5).dtype == fg.bfloat16
+    # Python int bounds past an integer dtype's range limit nothing (np.clip(uint8, -1, 3))
+    small = fg.tensor(np.array([5, 0, 200], np.uint8))
+    assert small.clip(-1, 3).tolist() == [3, 0, 3] and small.clip(-1, 3).dtype == fg.uint8
+    assert small.clip(None, 300).tolist() == [5, 0, 200]
+    assert fg.tensor(np.array([5, -100], np.int8)).clip(-300, 300).tolist() == [5, -100]
 
 
 def test_maximum_propagates_nan():

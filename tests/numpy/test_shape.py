@@ -7,6 +7,16 @@ import pytest
 import funcgrad as fg
 import funcgrad.numpy as fnp
 
+
+def test_ravel_and_flatten_take_numpys_order():
+    a = np.arange(6).reshape(2, 3)
+    x = fnp.asarray(a)
+    np.testing.assert_array_equal(x.flatten(order="F"), a.flatten(order="F"))
+    np.testing.assert_array_equal(fnp.ravel(x, order="F"), a.ravel(order="F"))
+    np.testing.assert_array_equal(x.ravel(), a.ravel())
+    with pytest.raises(ValueError, match="'C' or 'F'"):
+        x.flatten(order="K")
+
 RNG = np.random.default_rng(0)
 
 
