@@ -99,11 +99,7 @@ def full(shape, fill_value, dtype=None, device=None):
         return broadcast_to(value, shape)
     target = _dtype_of_fill(fill_value, dtype)
     if isinstance(fill_value, (bool, int, float, complex, np.generic)):
-        out = _full(shape, fill_value, target)
-        if dtype is None and type(fill_value) in (int, float, complex):
-            # weakly typed, as jnp.full: fg.full(2, 1.5) + a float16 tensor is float16
-            return ew.convert_element_type(out, target, weak_type=True)
-        return out
+        return _full(shape, fill_value, target)
     value = ew.convert_element_type(_as_tensor(fill_value), target)
     return broadcast_in_dim(value, shape, ())
 

@@ -181,14 +181,6 @@ def test_functions_take_lists_of_traced_values_as_eagerly():
     assert fg.vmap(lambda a: fnp.sum([a, a]))(x).tolist() == [6.0, 8.0, 2.0]
 
 
-def test_full_of_a_python_number_is_weakly_typed_as_jax():
-    half = fg.tensor(np.ones(2, np.float16))
-    assert fg.full((2,), 1.5).weak_type and (fg.full((2,), 1.5) + half).dtype == fg.float16
-    assert fg.full((2,), 1.5).dtype == fg.float32 and fg.full(2, 3).dtype == fg.int32
-    assert not fg.full((2,), 1.5, fg.float32).weak_type and not fg.full(2, True).weak_type
-    assert (fg.full((2,), 1.5, fg.float32) + half).dtype == fg.float32
-
-
 def test_creation_on_a_device():
     assert fg.zeros(2, device="cpu").device == fg.device("cpu")
     assert fg.ones(2, device=fg.device("cpu")).device == fg.device("cpu")
