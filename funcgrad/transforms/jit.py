@@ -27,7 +27,7 @@ from funcgrad.core import dtypes
 from funcgrad.core import interpreter as _interp
 from funcgrad.core.abstract import ShapedArray
 from funcgrad.core.devices import CPU
-from funcgrad.core.ir import IR, Literal, eval_ir, pretty_print, subprograms
+from funcgrad.core.ir import IR, Literal, eval_ir, live_equations, pretty_print, subprograms
 from funcgrad.core.primitive import Primitive, UndefinedPrimal
 from funcgrad.core.prims import elementwise as ew
 from funcgrad.core.prims import structural
@@ -161,8 +161,9 @@ def _fuses_aggressively(program: IR) -> bool:
 
 
 def _equations(program: IR):
-    """The equations of ``program`` and of the programs nested in their parameters."""
-    for eqn in program.equations:
+    """The live equations of ``program`` and of the programs nested in their parameters
+    (what the lowering compiles: a dead ``sin`` must not pick the session)."""
+    for eqn in live_equations(program):
         yield eqn
         for sub in subprograms(eqn):
             yield from _equations(sub)

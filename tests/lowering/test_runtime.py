@@ -168,6 +168,8 @@ def test_float64_math_without_matmuls_compiles_with_aggressive_fusion():
     assert session(lambda v: fg.fori_loop(0, 2, lambda i, c: fnp.fmod(c, 1.5), v), x64) \
         == "cpu-plain"
     assert session(lambda v: fnp.sum(fnp.sin(v[:8])), x64) == "cpu-plain"
+    # what the program computes, not dead code: an unused sin picks nothing
+    assert session(lambda v: (fnp.sin(v), v * 2.0)[1], x64) == "cpu-plain"
     assert session(lambda v: fg.jit(fnp.sin)(fnp.concatenate([v[:4], v[:4].T])), x64) \
         == "cpu-fused"
 
