@@ -34,9 +34,12 @@ def _ir():
 class LoweringContext:
     """Builders shared by lowering rules, bound to one MLIR context and module."""
 
-    def __init__(self, mlir_context, platform: str = "cpu", fuse_scans: bool = False):
+    def __init__(self, mlir_context, platform: str = "cpu", fuse_scans: bool = False,
+                 isolate_reductions: bool = False):
         self.context = mlir_context
         self.platform = platform
+        # every reduction's results behind a barrier (rules.isolate_reductions)
+        self.isolate_reductions = isolate_reductions
         # scans run as one kernel where they can (funcgrad.lowering.fused_scan); how many
         self.fuse_scans = fuse_scans
         self.fused_scans = 0
@@ -306,6 +309,8 @@ class LoweringContext:
 
             rules.isolate_reads_of_updated_values(self, block)
             rules.copy_updated_values_read_elsewhere(self, block)
+            if self.isolate_reductions:
+                rules.isolate_reductions(self, block)
         return fn
 
 
@@ -375,14 +380,17 @@ def _fold(eqn, folded) -> np.ndarray | None:
 
 
 def lower_module(program: IR, mlir_context, name: str = "main", platform: str = "cpu",
-                 output_storage=(), fuse_scans: bool = False, inline_consts: bool = False):
+                 output_storage=(), fuse_scans: bool = False, inline_consts: bool = False,
+                 isolate_reductions: bool = False):
     """(module, number of fused scans): a module with one public function running
     ``program``; consts are leading args (``inline_consts``: constants in its body), then
     the inputs, then storage for the results listed in ``output_storage``.
 
     ``fuse_scans``: scans that fit run as one IREE kernel (``fused_scan``); the module
-    then holds IREE-specific ``flow`` operations."""
-    ctx = LoweringContext(mlir_context, platform, fuse_scans=fuse_scans)
+    then holds IREE-specific ``flow`` operations.  ``isolate_reductions``: every
+    reduction's results go behind a barrier (for aggressive fusion, rules.isolate_reductions)."""
+    ctx = LoweringContext(mlir_context, platform, fuse_scans=fuse_scans,
+                          isolate_reductions=isolate_reductions)
     params = program.in_vars if inline_consts else program.const_vars + program.in_vars
     arg_avals = [v.aval.strip_weak() for v in params]
     fn = ctx.add_function(program, name, arg_avals, output_storage=output_storage,

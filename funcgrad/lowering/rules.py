@@ -329,6 +329,24 @@ def isolate_reads_of_updated_values(ctx, block) -> None:
                 read.replace_all_uses_except(isolated, isolated.owner.operation)
 
 
+def isolate_reductions(ctx, block) -> None:
+    """Put the results of each ``stablehlo.reduce`` in ``block`` (or in the regions of its
+    control flow) behind an optimization barrier, so that a reduction is never fused with
+    its consumers; its producers still fuse into it.  For modules compiled with aggressive
+    fusion: there IREE 3.13 fused a column sum, an elementwise consumer of it and a total
+    into one dispatch and accumulated the sum once per row tile (wrong values for
+    ``s = sum(x, axis=0); sin(s), sum(x + s)``, 2-D straight-line fuzz seed 33)."""
+    for inner in _control_flow_blocks(block):
+        for operation in list(inner.operations):
+            if operation.name != "stablehlo.reduce":
+                continue
+            for result in operation.results:
+                if _only_behind_barrier(result):
+                    continue
+                isolated = _behind_barrier(ctx, result, ctx.ir.InsertionPoint.after(operation))
+                result.replace_all_uses_except(isolated, isolated.owner.operation)
+
+
 def copy_updated_values_read_elsewhere(ctx, block) -> None:
     """Give each dynamic_update_slice in ``block`` (or in the regions of its control flow,
     recursively) a copy of its target to update when another operation reads that value

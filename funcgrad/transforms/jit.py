@@ -138,19 +138,22 @@ def _primitive_names(*modules) -> frozenset:
 
 
 # What a program compiled with aggressive fusion may hold: elementwise and data-movement
-# operations, and calls whose bodies hold only those.  IREE 3.13 miscompiles reductions
-# fused with their consumers under the flag (a column sum feeding an elementwise op that
-# feeds a total came out 4x: the sum was accumulated once per row tile) and never finishes
-# compiling some fused matvecs; deep elementwise graphs are what the flag is for
+# operations, reductions, and calls whose bodies hold only those.  IREE 3.13 miscompiles
+# reductions fused with their consumers under the flag (a column sum feeding an
+# elementwise op that feeds a total came out 4x: the sum was accumulated once per row
+# tile), so such modules have their reductions' results behind barriers
+# (rules.isolate_reductions); it never finished compiling a fused matvec of indices
+# (indexing, matmuls and loops stay out); deep elementwise graphs are what the flag is for
 _FUSIBLE = _primitive_names(ew, structural) | {
+    "reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "reduce_and", "reduce_or",
     "jit_call", "custom_jvp_call", "custom_vjp_call", "checkpoint", "stop_gradient"}
 
 
 def _fuses_aggressively(program: IR) -> bool:
     """Whether ``program`` computes float64 or complex transcendental functions (deep
     graphs of elementwise operations when compiled, funcgrad.lowering.math64) and nothing
-    but elementwise and data-movement operations (_FUSIBLE: no matmul, which lost 5-15% to
-    aggressive fusion, compiler.FUSION_FLAG; no reduction, indexing or loop)."""
+    but elementwise, data-movement and reduction operations (_FUSIBLE: no matmul, which
+    lost 5-15% to aggressive fusion, compiler.FUSION_FLAG; no indexing or loop)."""
     found = False
     for eqn in _equations(program):
         if eqn.prim.name not in _FUSIBLE:
@@ -230,15 +233,17 @@ def _compile_for_cpu(program: IR, holder, storage, ir_key: str) -> bytes:
     """Lower and compile ``program`` for the CPU, its fitting scans as single kernels
     (``funcgrad.lowering.fused_scan``); if IREE refuses a module holding such kernels, the
     program is lowered again with host loops (logged at INFO with IREE's reason)."""
-    from funcgrad.lowering.compiler import CompileError, compile_module
+    from funcgrad.lowering.compiler import FUSION_FLAG, CompileError, compile_module
     from funcgrad.lowering.mlir import lower_module
 
     name = getattr(program, "_name", "main")
+    isolate = FUSION_FLAG in holder.flags  # (rules.isolate_reductions)
     # the session's MLIR context is built under its lock; the iree-compile subprocess runs
     # outside it, so the parts of a program (funcgrad.lowering.parts) compile side by side
     with holder.lock, holder.session.context:
         module, fused = lower_module(program, holder.session.context,
-                                     output_storage=storage, fuse_scans=True)
+                                     output_storage=storage, fuse_scans=True,
+                                     isolate_reductions=isolate)
     if not fused:
         return compile_module(module, holder, name, ir_key)
     try:
@@ -247,7 +252,8 @@ def _compile_for_cpu(program: IR, holder, storage, ir_key: str) -> bytes:
         logger.info("jit: %s with %d fused scan(s) did not compile; lowering its scans "
                     "as host loops instead: %s", name, fused, str(err)[:2000])
     with holder.lock, holder.session.context:
-        module, _ = lower_module(program, holder.session.context, output_storage=storage)
+        module, _ = lower_module(program, holder.session.context, output_storage=storage,
+                                 isolate_reductions=isolate)
     return compile_module(module, holder, name, ir_key)
 
 
@@ -256,7 +262,11 @@ def _cpu_cache_key(program: IR, flags, storage) -> str:
     results listed in ``storage`` in memory the caller passes in (``output_storage_for``)."""
     from funcgrad.lowering import compiler
 
-    return compiler.cache_key(f"{_ir_key_text(program)}\noutput storage {storage}", flags)
+    # aggressive fusion: modules with their reductions isolated, not the entries written
+    # under those flags before rules.isolate_reductions
+    isolated = "\nreductions isolated" if compiler.FUSION_FLAG in flags else ""
+    return compiler.cache_key(f"{_ir_key_text(program)}\noutput storage {storage}{isolated}",
+                              flags)
 
 
 def _gpu_executable(program: IR, device):
