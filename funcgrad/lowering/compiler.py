@@ -112,8 +112,9 @@ CPU_PLAIN_FLAGS = tuple(f for f in CPU_FLAGS if f not in (
 # Programs that run on IREE's worker threads (local-task) are compiled with coarse fences:
 # the call returns at once and funcgrad waits for its fence (runtime.Executable._await)
 ASYNC_FLAG = "--iree-execution-model=async-external"
-# For programs of float64 math and nothing but elementwise and data-movement operations
-# (funcgrad.transforms.jit._fuses_aggressively; IREE 3.13 miscompiles fused reductions):
+# For programs of float64 math and nothing but elementwise, data-movement and reduction
+# operations (funcgrad.transforms.jit._fuses_aggressively), their reductions behind
+# barriers (IREE 3.13 miscompiles a reduction fused with its consumers under the flag):
 # IREE otherwise splits the deep elementwise graphs of math64's expansions into several
 # dispatches and recomputes the values they share in each.  1M float64 values, one module
 # compiled both ways and called alternately: pow 118 -> 35 ms, sin 10.7 -> 8.0, atan2

@@ -301,9 +301,7 @@ def isolate_reads(ctx, block, updated) -> None:
         if operation.name not in _SLICING_OPS or \
                 updated_argument(ctx, operation.operands[0], block) not in updated:
             continue
-        read = operation.results[0]
-        isolated = _behind_barrier(ctx, read, ctx.ir.InsertionPoint.after(operation))
-        read.replace_all_uses_except(isolated, isolated.owner.operation)
+        _reroute_through_barrier(ctx, operation.results[0], operation)
 
 
 def isolate_reads_of_updated_values(ctx, block) -> None:
@@ -324,9 +322,7 @@ def isolate_reads_of_updated_values(ctx, block) -> None:
             if operation.name in _SLICING_OPS and \
                     _buffer_of(ctx, operation.operands[0]) in targets and \
                     not _only_behind_barrier(operation.results[0]):
-                read = operation.results[0]
-                isolated = _behind_barrier(ctx, read, ctx.ir.InsertionPoint.after(operation))
-                read.replace_all_uses_except(isolated, isolated.owner.operation)
+                _reroute_through_barrier(ctx, operation.results[0], operation)
 
 
 def isolate_reductions(ctx, block) -> None:
@@ -341,10 +337,8 @@ def isolate_reductions(ctx, block) -> None:
             if operation.name != "stablehlo.reduce":
                 continue
             for result in operation.results:
-                if _only_behind_barrier(result):
-                    continue
-                isolated = _behind_barrier(ctx, result, ctx.ir.InsertionPoint.after(operation))
-                result.replace_all_uses_except(isolated, isolated.owner.operation)
+                if not _only_behind_barrier(result):
+                    _reroute_through_barrier(ctx, result, operation)
 
 
 def copy_updated_values_read_elsewhere(ctx, block) -> None:
@@ -416,6 +410,13 @@ def _buffer_of(ctx, value, depth: int = 32):
             value.owner.name in _VIEW_OPS:
         value, depth = _passed_through(value).maybe_downcast(), depth - 1
     return value
+
+
+def _reroute_through_barrier(ctx, value, operation) -> None:
+    """Make every use of ``value`` (a result of ``operation``) read it through a new
+    one-value optimization barrier placed right after ``operation``."""
+    isolated = _behind_barrier(ctx, value, ctx.ir.InsertionPoint.after(operation))
+    value.replace_all_uses_except(isolated, isolated.owner.operation)
 
 
 def _only_behind_barrier(value) -> bool:

@@ -233,11 +233,11 @@ def _compile_for_cpu(program: IR, holder, storage, ir_key: str) -> bytes:
     """Lower and compile ``program`` for the CPU, its fitting scans as single kernels
     (``funcgrad.lowering.fused_scan``); if IREE refuses a module holding such kernels, the
     program is lowered again with host loops (logged at INFO with IREE's reason)."""
-    from funcgrad.lowering.compiler import FUSION_FLAG, CompileError, compile_module
+    from funcgrad.lowering.compiler import CompileError, compile_module
     from funcgrad.lowering.mlir import lower_module
 
     name = getattr(program, "_name", "main")
-    isolate = FUSION_FLAG in holder.flags  # (rules.isolate_reductions)
+    isolate = _isolates_reductions(holder.flags)
     # the session's MLIR context is built under its lock; the iree-compile subprocess runs
     # outside it, so the parts of a program (funcgrad.lowering.parts) compile side by side
     with holder.lock, holder.session.context:
@@ -257,14 +257,21 @@ def _compile_for_cpu(program: IR, holder, storage, ir_key: str) -> bytes:
     return compile_module(module, holder, name, ir_key)
 
 
+def _isolates_reductions(flags) -> bool:
+    """Whether modules compiled with ``flags`` have their reductions behind barriers
+    (rules.isolate_reductions): those compiled with aggressive fusion."""
+    from funcgrad.lowering import compiler
+
+    return compiler.FUSION_FLAG in flags
+
+
 def _cpu_cache_key(program: IR, flags, storage) -> str:
     """The cache key of ``program`` compiled for the CPU with ``flags``, taking the
     results listed in ``storage`` in memory the caller passes in (``output_storage_for``)."""
     from funcgrad.lowering import compiler
 
-    # aggressive fusion: modules with their reductions isolated, not the entries written
-    # under those flags before rules.isolate_reductions
-    isolated = "\nreductions isolated" if compiler.FUSION_FLAG in flags else ""
+    # not the entries written under the same flags before rules.isolate_reductions
+    isolated = "\nreductions isolated" if _isolates_reductions(flags) else ""
     return compiler.cache_key(f"{_ir_key_text(program)}\noutput storage {storage}{isolated}",
                               flags)
 
