@@ -20,6 +20,7 @@ import contextlib
 import json
 import os
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -153,6 +154,44 @@ def _spec_of(leaf) -> tuple[tuple, np.dtype]:
 # --- save / load ------------------------------------------------------------------------------
 
 
+def check_destination(path: str, who: str) -> None:
+    """Raise before any work if ``path`` cannot be written as a file."""
+    directory = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(directory):
+        raise FileNotFoundError(f"{who}: the directory of {path!r} does not exist; create "
+                                f"it first (os.makedirs({directory!r}, exist_ok=True))")
+    if os.path.isdir(path):
+        raise IsADirectoryError(f"{who}: {path!r} is a directory; pass the path of a file "
+                                f"(one inside it, say) instead")
+
+
+def write_atomically(path: str, write: Callable[[str], None], *, who: str) -> None:
+    """Have ``write(temporary)`` write a file next to ``path`` and rename it to ``path``.
+
+    A crash or an error midway leaves any old ``path`` intact and no temporary behind;
+    the data and the rename are flushed to disk.  ``who`` names the caller in errors.
+    """
+    check_destination(path, who)
+    directory = os.path.dirname(os.path.abspath(path))
+    temporary = os.path.join(directory,
+                             f".{os.path.basename(path)}.{uuid.uuid4().hex[:12]}.tmp")
+    try:
+        write(temporary)
+        with open(temporary, "rb") as written:
+            os.fsync(written.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.remove(temporary)
+        raise
+    with contextlib.suppress(OSError, AttributeError):  # make the rename itself durable
+        directory_fd = os.open(directory, os.O_RDONLY)
+        try:
+            os.fsync(directory_fd)
+        finally:
+            os.close(directory_fd)
+
+
 def save(path: str | os.PathLike, tree: Any) -> None:
     """Write the Tensors of ``tree`` to the safetensors file ``path``, atomically.
 
@@ -167,10 +206,7 @@ def save(path: str | os.PathLike, tree: Any) -> None:
     >>> fg.save("model.safetensors", {"w": fg.ones(3)})
     """
     path = os.fspath(path)
-    directory = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(directory):
-        raise FileNotFoundError(f"fg.save: the directory of {path!r} does not exist; create "
-                                f"it first (os.makedirs({directory!r}, exist_ok=True))")
+    check_destination(path, "fg.save")
     names, description, _ = _names_and_structure(tree)
     if "__metadata__" in names:
         raise ValueError("fg.save: a tensor cannot be named '__metadata__' (safetensors "
@@ -185,23 +221,8 @@ def save(path: str | os.PathLike, tree: Any) -> None:
                                            else {"root": description})}
     if dtype_notes:
         metadata[_DTYPES_KEY] = json.dumps(dtype_notes)
-    temporary = os.path.join(directory,
-                             f".{os.path.basename(path)}.{uuid.uuid4().hex[:12]}.tmp")
-    try:
-        _safetensors_numpy.save_file(arrays, temporary, metadata=metadata)
-        with open(temporary, "rb") as written:
-            os.fsync(written.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.remove(temporary)
-        raise
-    with contextlib.suppress(OSError, AttributeError):  # make the rename itself durable
-        directory_fd = os.open(directory, os.O_RDONLY)
-        try:
-            os.fsync(directory_fd)
-        finally:
-            os.close(directory_fd)
+    write_atomically(path, lambda temporary: _safetensors_numpy.save_file(
+        arrays, temporary, metadata=metadata), who="fg.save")
 
 
 def _read(path: str) -> tuple[dict, dict]:

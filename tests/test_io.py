@@ -165,3 +165,9 @@ def test_save_refuses_the_reserved_name_and_a_missing_directory(tmp_path):
     with pytest.raises(FileNotFoundError, match="missing"):
         fg.save(target, {"a": fg.ones(1)})
     assert not (tmp_path / "missing").exists()
+
+
+def test_save_to_a_directory_names_it_and_leaves_no_temporary(tmp_path):
+    with pytest.raises(IsADirectoryError, match="is a directory; pass the path of a file"):
+        fg.save(tmp_path, {"a": fg.ones(1)})
+    assert list(tmp_path.parent.glob(f".{tmp_path.name}*")) == []

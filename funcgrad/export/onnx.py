@@ -19,6 +19,7 @@ import numpy as np
 from funcgrad.core import dtypes
 from funcgrad.core.abstract import ShapedArray
 from funcgrad.core.ir import IR, Literal
+from funcgrad.io import check_destination, write_atomically
 
 DEFAULT_OPSET = 18
 _MIN_OPSET = 18  # reductions take axes as an input, ScatterND has min/max, Bitwise* exist
@@ -255,6 +256,8 @@ def to_onnx(fun, *example_args, path: str | os.PathLike | None = None,
     if opset < _MIN_OPSET:
         raise ValueError(f"to_onnx: opset {opset} is too old; funcgrad exports opset "
                          f">= {_MIN_OPSET}")
+    if path is not None:
+        check_destination(os.fspath(path), "to_onnx")
     name = _function_name(fun)
     paths, leaves, in_tree = optree.tree_flatten_with_path(example_args, namespace="funcgrad")
     leaves = [as_tensor(x) for x in leaves]
@@ -286,22 +289,11 @@ def to_onnx(fun, *example_args, path: str | os.PathLike | None = None,
                                    ir_version=onnx.helper.find_min_ir_version_for(opsets))
     onnx.checker.check_model(model, full_check=True)
     if path is not None:
-        _write_atomically(model.SerializeToString(), os.fspath(path))
+        data = model.SerializeToString()
+
+        def write(temporary: str) -> None:
+            with open(temporary, "wb") as f:
+                f.write(data)
+
+        write_atomically(os.fspath(path), write, who="to_onnx")
     return model
-
-
-def _write_atomically(data: bytes, path: str) -> None:
-    import tempfile
-
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=".onnx")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise

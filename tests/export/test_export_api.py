@@ -88,6 +88,21 @@ def test_path_writes_a_checked_model(tmp_path):
     loaded = onnx.load(str(path))
     onnx.checker.check_model(loaded)
     assert loaded.SerializeToString() == returned.SerializeToString()
+    assert [p.name for p in tmp_path.iterdir()] == ["model.onnx"]  # no temporary left
+
+
+def test_a_path_that_cannot_be_written_is_named_before_tracing(tmp_path):
+    traced = []
+
+    def f(x):
+        traced.append(x)
+        return x * 2
+
+    with pytest.raises(FileNotFoundError, match="to_onnx: the directory of .*missing"):
+        export.to_onnx(f, fg.ones(3), path=tmp_path / "missing" / "m.onnx")
+    with pytest.raises(IsADirectoryError, match="to_onnx: .* is a directory"):
+        export.to_onnx(f, fg.ones(3), path=tmp_path)
+    assert traced == []
 
 
 def test_to_mlir_is_what_jit_compiles():
