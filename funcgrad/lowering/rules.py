@@ -43,10 +43,28 @@ def compare(ctx, a, b, aval: ShapedArray, direction: str):
 
 def comparison(direction: str):
     def rule(ctx, args, in_avals, out_avals, **params):
+        if dtypes.is_complex(in_avals[0].dtype) and direction not in ("EQ", "NE"):
+            return [ordered_complex(ctx, args[0], args[1], in_avals[0], direction)]
         return [compare(ctx, args[0], args[1], in_avals[0], direction)]
 
     rule.__name__ = f"lower_compare_{direction.lower()}"
     return rule
+
+
+def ordered_complex(ctx, a, b, aval: ShapedArray, direction: str):
+    """``a < b`` (``direction`` LT, LE, GT or GE) for complex values in NumPy's order: by
+    real part, then by imaginary part; a NaN imaginary part only compares through equal
+    real parts (NumPy's CLT macros).  StableHLO orders complex values only for EQ/NE, and
+    IREE compared the real parts alone (``1+1j >= 1+2j`` was True)."""
+    part = ShapedArray(aval.shape, dtypes.real_dtype(aval.dtype))
+    bools = ShapedArray(aval.shape, dtypes.bool_)
+    (ar, ai), (br, bi) = ([ctx.op1(f"stablehlo.{p}", [v], part) for p in ("real", "imag")]
+                          for v in (a, b))
+    both = lambda x, y: ctx.op1("stablehlo.and", [x, y], bools)  # noqa: E731
+    by_real = both(compare(ctx, ar, br, part, direction[0] + "T"),
+                   both(compare(ctx, ai, ai, part, "EQ"), compare(ctx, bi, bi, part, "EQ")))
+    by_imag = both(compare(ctx, ar, br, part, "EQ"), compare(ctx, ai, bi, part, direction))
+    return ctx.op1("stablehlo.or", [by_real, by_imag], bools)
 
 
 def select(ctx, pred, on_true, on_false, aval: ShapedArray):

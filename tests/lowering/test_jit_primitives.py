@@ -10,6 +10,7 @@ compilation costs about a second.
 
 import contextlib
 import importlib.util
+import itertools
 import pathlib
 
 import ml_dtypes
@@ -423,6 +424,22 @@ def test_complex_pad_and_extrema_compile_and_match_numpy(dtype):
         np.testing.assert_array_equal(got, theirs(a, b))  # (NaNs compare equal here)
 
 
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
+def test_complex_order_under_jit_is_numpys(dtype):
+    # by real part, then imaginary part; IREE compared the real parts alone, so
+    # 1+1j >= 1+2j was True under jit
+    values = [1 + 1j, 1 + 2j, 2 + 0j, complex(np.nan, 1), complex(1, np.nan), -1 - 1j]
+    a, b = (np.array(v, dtype) for v in zip(*itertools.product(values, values), strict=True))
+    with np.errstate(invalid="ignore"):
+        for ours, theirs in ((fnp.less, np.less), (fnp.less_equal, np.less_equal),
+                             (fnp.greater, np.greater), (fnp.greater_equal, np.greater_equal)):
+            np.testing.assert_array_equal(fg.jit(ours)(fg.tensor(a), fg.tensor(b)),
+                                          theirs(a, b))
+    z = fg.tensor(np.array([1 + 2j, 1 + 1j], dtype))
+    np.testing.assert_array_equal(fg.jit(lambda u: (u >= 1, u <= 1 + 1j))(z),
+                                  [[True, True], [False, True]])
+
+
 def test_more_jit_edge_cases_found_by_user_style_probes():
     # sort must not sort the caller's tensor in place (IREE sorts its operand buffers)
     x = fg.tensor(np.array([3.0, 1.0, 2.0], np.float32))
@@ -438,6 +455,25 @@ def test_more_jit_edge_cases_found_by_user_style_probes():
     for fun in (lambda a: fnp.linalg.det(a).sum(), lambda a: fnp.einsum("bii->bi", a).sum()):
         np.testing.assert_allclose(fg.jit(fg.grad(fun))(stacked), fg.grad(fun)(stacked),
                                    rtol=1e-6)
+
+
+def test_gathers_from_strided_slices_compile():
+    # IREE 3.13 failed to compile a gather fused with a slice leaving a strided innermost
+    # axis ("LLVM Translation failed for operation: builtin.unrealized_conversion_cast"),
+    # among others jit(vmap(solve)) with a right-hand side sliced from the matrix
+    x = fg.tensor(np.arange(8.0))
+    cube = fg.tensor(np.arange(24.0).reshape(2, 3, 4))
+    i = fg.tensor([0, 3, 1, 2, 2])
+    cases = [lambda: x[::2][i], lambda: fnp.take(x[1::3], i % 2),
+             lambda: cube[:, :, :1][i % 2, i % 3, 0],
+             lambda: fnp.take_along_axis(x[::2], i % 4, axis=0),
+             lambda: fg.vmap(lambda r: r[::2][i % 2])(cube.reshape(6, 4))]
+    for case in cases:
+        np.testing.assert_array_equal(fg.jit(case)(), case())
+    mats = fg.tensor(np.random.default_rng(0).standard_normal((3, 4, 4)) + 4 * np.eye(4))
+    solve_first_column = fg.vmap(lambda m: fnp.linalg.solve(m, m[:, 0]))
+    np.testing.assert_allclose(fg.jit(solve_first_column)(mats), solve_first_column(mats),
+                               rtol=1e-12)
 
 
 def test_sort_of_a_thousand_wide_rows_compiles():
