@@ -322,6 +322,9 @@ def round(x, decimals: int = 0):  # noqa: A001
     except TypeError:
         raise TypeError(f"round: decimals must be an integer, got {decimals!r}") from None
     x = asarray(x)
+    if dtypes.is_complex(x.dtype):  # each part on its own, as NumPy and JAX
+        return apply_elementwise("round", ew.complex_p, round(real(x), decimals),
+                                 round(imag(x), decimals))
     if not dtypes.is_inexact(x.dtype):
         if decimals >= 0 or x.dtype == np.bool_:
             return x

@@ -42,9 +42,20 @@ def _upcast(dtype):
     return dtypes.float32 if dtype in (dtypes.float16, dtypes.bfloat16) else dtype
 
 
+# bool results accumulate as NumPy's bool add and multiply do: sums are ORs, products ANDs
+# (the running ones a running max/min of 0s and 1s)
+_LOGICAL = {red.reduce_sum: red.reduce_or, red.reduce_prod: red.reduce_and,
+            red.cumsum: red.cummax, red.cumprod: red.cummin}
+
+
 def _accumulated(prim_fn, x, target, *args):
     """``prim_fn(x in its accumulation dtype, *args)``, converted back to ``target``; a
     weakly typed ``x`` (a Python number given to jit) gives a weakly typed result."""
+    if target == dtypes.bool_:
+        truth = ew.convert_element_type(x, dtypes.bool_)
+        if prim_fn in (red.cumsum, red.cumprod):
+            truth = ew.convert_element_type(truth, dtypes.uint8)
+        return ew.convert_element_type(_LOGICAL[prim_fn](truth, *args), dtypes.bool_)
     wide, weak = _upcast(target), x.weak_type and x.dtype == target
     out = prim_fn(ew.convert_element_type(x, wide, weak_type=weak), *args)
     return out if wide == target else ew.convert_element_type(out, target, weak_type=weak)

@@ -497,6 +497,19 @@ def test_gather_from_a_splat_then_reduced_under_jit():
     assert float(fg.grad(loss)(fg.tensor(1.5))) == 6.0
 
 
+def test_gathers_from_complex_constants_lower():
+    # the MLIR bindings cannot read a complex constant's elements (TypeError), which the
+    # splat check met: jit(inv) of a complex64 matrix (a gather from the identity) failed
+    rows = fg.tensor([0, 2, 3])
+    assert complex(fg.jit(lambda i: fnp.full(4, 1 + 2j, dtype=fg.complex64)[i].sum())(rows)) \
+        == 3 + 6j
+    table = fg.tensor(np.array([1, 2j, 3, 4j]))
+    assert complex(fg.jit(lambda i: table[i].sum())(rows)) == 4 + 4j
+    a = fg.tensor(np.array([[2, 1j], [-1j, 3]], np.complex64))
+    np.testing.assert_allclose(fg.jit(fnp.linalg.inv)(a), np.linalg.inv(np.asarray(a)),
+                               atol=1e-6)
+
+
 def test_grad_of_jit_through_a_single_element_update():
     # the known half of grad(jit(f)) returned the scatter position, a slice of an iota, and
     # IREE 3.13 crashed on it; small constant subprograms are now folded while lowering

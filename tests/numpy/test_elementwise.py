@@ -141,6 +141,15 @@ def test_round_half_to_even_and_decimals():
     _check(fnp.around(fg.tensor(x), 2), np.around(x, 2), rtol=1e-10)
 
 
+@pytest.mark.parametrize("decimals", [0, 1])
+def test_round_of_complex_rounds_each_part_eager_and_jitted(decimals):
+    z = np.array([1.5 + 2.5j, -0.25 + 3.75j, 0.5 - 1.5j], np.complex64)
+    for run in (lambda f: f, fg.jit, fg.vmap):
+        got = run(lambda t: fnp.round(t, decimals))(fg.tensor(z))
+        assert got.dtype == fg.complex64
+        np.testing.assert_allclose(got, np.round(z, decimals), rtol=1e-6)
+
+
 BINARY = {
     "add": (-3, 3), "subtract": (-3, 3), "multiply": (-3, 3), "divide": (0.5, 3),
     "maximum": (-3, 3), "minimum": (-3, 3), "power": (0.5, 2), "arctan2": (-3, 3),

@@ -412,6 +412,14 @@ def test_argsort_descending_is_stable_without_overflow_and_nans_first(values, dt
         np.testing.assert_array_equal(got.numpy(), expected)
 
 
+def test_at_add_on_bools_is_an_or_under_jit_too():
+    # stablehlo.add of i1 is an XOR: a repeated index cancelled out under jit
+    flags = fg.tensor(np.zeros(3, bool))
+    for run in (lambda f: f, fg.jit):
+        out = run(lambda t: t.at[np.array([0, 0, 2])].add(fg.tensor([True, True, False])))(flags)
+        np.testing.assert_array_equal(out, [True, False, False])
+
+
 def test_at_divide_and_power_as_jax():
     for run in (lambda f: f, fg.jit):
         # true division: integers give floats (the old 1/v in the int dtype gave 0)

@@ -161,6 +161,23 @@ def test_sum_with_dtype_argument():
     assert fnp.sum(x, dtype="int8").dtype == fg.int8
 
 
+@pytest.mark.parametrize("data", [np.int32([[1, 0, 2], [0, 0, 3]]),
+                                  np.float32([[0.5, 0, -1], [0, 0, 0]]),
+                                  np.complex64([[1j, 0, 0], [0, 0, 0]])])
+def test_bool_accumulations_are_logical_eager_and_jitted(data):
+    # NumPy's bool add is an OR, its multiply an AND (jit refused dtype=bool before)
+    cases = [(lambda t, m: m.sum(t, axis=1, dtype=bool)), (lambda t, m: m.sum(t, dtype=bool)),
+             (lambda t, m: m.prod(t, axis=0, dtype=bool)),
+             (lambda t, m: m.cumsum(t, axis=1, dtype=bool)),
+             (lambda t, m: m.cumprod(t, dtype=bool))]
+    for case in cases:
+        want = case(data, np)
+        for run in (lambda f: f, fg.jit):
+            got = run(lambda t: case(t, fnp))(fg.tensor(data))  # noqa: B023
+            assert got.dtype == fg.bool_
+            np.testing.assert_array_equal(got, want)
+
+
 @pytest.mark.parametrize("dtype", [np.int32, np.int8, np.uint8, np.bool_])
 def test_mean_var_std_of_integers_are_float32(dtype):
     x = np.array([1, 2, 3, 4, 0, 1]).astype(dtype)
