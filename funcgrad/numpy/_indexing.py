@@ -747,6 +747,12 @@ def searchsorted(a, v, side: str = "left", sorter=None):
     grid_v = st.broadcast_in_dim(v, (*v.shape, a.shape[0]), tuple(range(v.ndim)))
     grid_a = st.broadcast_in_dim(a, (*v.shape, a.shape[0]), (v.ndim,))
     below = ew.lt(grid_a, grid_v) if side == "left" else ew.le(grid_a, grid_v)
+    if dtypes.is_inexact(a.dtype) and not dtypes.is_complex(a.dtype):
+        # NaNs sort last (NumPy's order): a NaN in v goes after every number, and
+        # after the NaNs too for side="right"
+        nan_v = ew.ne(grid_v, grid_v)
+        past = ew.eq(grid_a, grid_a) if side == "left" else None
+        below = ew.or_p.bind(below, nan_v if past is None else ew.and_p.bind(nan_v, past))
     return _sum(below, axis=-1, dtype=dtypes.int32)
 
 

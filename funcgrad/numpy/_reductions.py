@@ -301,10 +301,10 @@ def _cumulative_dtype(dtype):
 
 def _cumulative(name, prim_fn, x, axis, dtype):
     x = asarray(x)
-    if axis is None:
+    axis = None if axis is None else normalize_axis(name, axis, x.ndim)
+    if axis is None or x.ndim == 0:  # flattened; a 0-d x as one of shape (1,) (NumPy)
         x = reshape(x, (x.size,))
         axis = 0
-    axis = normalize_axis(name, axis, x.ndim)
     target = _cumulative_dtype(x.dtype) if dtype is None else dtypes.canonicalize(dtype)
     return _accumulated(prim_fn, x, target, axis)
 

@@ -455,10 +455,11 @@ _PAD_STATISTICS = ("maximum", "minimum", "mean", "median")
 
 
 def pad(x, pad_width, mode: str = "constant", constant_values=0, *, stat_length=None,
-        end_values=0):
-    """Pad with ``mode`` as ``numpy.pad``: constant, edge, reflect, symmetric, wrap; the
-    statistics maximum, minimum, mean, median (of ``stat_length`` values at each end, all
-    by default); linear_ramp (to ``end_values``); empty (zeros here, as in JAX).
+        end_values=0, reflect_type: str = "even"):
+    """Pad with ``mode`` as ``numpy.pad``: constant, edge, reflect, symmetric (either
+    ``reflect_type``: "even" mirrors the values, "odd" mirrors them through the edge value),
+    wrap; the statistics maximum, minimum, mean, median (of ``stat_length`` values at each
+    end, all by default); linear_ramp (to ``end_values``); empty (zeros here, as in JAX).
 
     >>> fnp.pad(fg.tensor([1.0, 2.0]), 1)
     tensor([0., 1., 2., 0.], dtype=float32)
@@ -471,6 +472,10 @@ def pad(x, pad_width, mode: str = "constant", constant_values=0, *, stat_length=
         raise ValueError(f"pad: pad_width must be non-negative, got {pad_width}")
     if mode not in _PAD_MODES:
         raise ValueError(f"pad: mode {mode!r} not supported; use one of {_PAD_MODES}")
+    if reflect_type not in ("even", "odd"):
+        raise ValueError(f"pad: reflect_type must be 'even' or 'odd', got {reflect_type!r}")
+    if mode in ("reflect", "symmetric") and reflect_type == "odd":
+        return _pad_odd(x, widths, mode)
     if mode == "empty":  # unspecified values in NumPy; zeros, as JAX
         mode, constant_values = "constant", 0
     if mode in _PAD_STATISTICS or mode == "linear_ramp":
@@ -501,6 +506,34 @@ def pad(x, pad_width, mode: str = "constant", constant_values=0, *, stat_length=
         parts = [_pad_side(x, axis, lo, mode, left=True), x,
                  _pad_side(x, axis, hi, mode, left=False)]
         x = st.concatenate([p for p in parts if p is not None and p.shape[axis]], axis)
+    return x
+
+
+def _pad_odd(x, widths, mode):
+    """reflect/symmetric padding with reflect_type="odd": ``2 * edge - mirrored``, in
+    chunks of at most one period (n - 1 values for reflect, n for symmetric), each mirrored
+    through the edge the previous chunk left, as numpy.pad."""
+    for axis, (lo, hi) in enumerate(widths):
+        n = x.shape[axis]
+        if (lo or hi) and n == 0:
+            raise ValueError(f"pad: cannot {mode}-pad an empty axis {axis}")
+        skip = 1 if mode == "reflect" and n > 1 else 0  # reflect leaves the edge out
+        period = builtins.max(n - skip, 1)
+        while lo or hi:
+            size = x.shape[axis]
+            left = right = None
+            if lo:
+                k = builtins.min(lo, period)
+                edge = _slice_axis(x, axis, 0, 1)
+                left = 2 * edge - flip(_slice_axis(x, axis, skip, skip + k), axis)
+                lo -= k
+            if hi:
+                k = builtins.min(hi, period)
+                edge = _slice_axis(x, axis, size - 1, size)
+                right = 2 * edge - flip(_slice_axis(x, axis, size - skip - k, size - skip),
+                                        axis)
+                hi -= k
+            x = st.concatenate([p for p in (left, x, right) if p is not None], axis)
     return x
 
 

@@ -68,7 +68,9 @@ def interpolate(ordered, position, method: str, pick):
     high = pick(ordered, upper.astype(dtypes.int32))
     if method == "midpoint":
         return (low + high) * 0.5
-    return low + (high - low) * (position - lower)
+    weight = position - lower
+    # weighted, as JAX: an infinite neighbour gives that infinity, not inf - inf = NaN
+    return low * (1 - weight) + high * weight
 
 
 def percentile(a, q, axis=None, keepdims: bool = False, method: str = "linear"):

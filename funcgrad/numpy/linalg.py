@@ -540,7 +540,7 @@ def _vector_norm(x, ord, axes, keepdims):
     if ord == -math.inf:
         return _reductions.min(absx, axis=axes, keepdims=keepdims)
     if ord == 0:
-        return _reductions.sum((x != 0).astype(x.dtype), axis=axes, keepdims=keepdims)
+        return _reductions.sum((x != 0).astype(absx.dtype), axis=axes, keepdims=keepdims)
     if ord == 1:
         return _reductions.sum(absx, axis=axes, keepdims=keepdims)
     if isinstance(ord, str):

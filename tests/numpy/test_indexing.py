@@ -237,6 +237,16 @@ def test_searchsorted(side):
            np.int32(np.searchsorted(a, 2.0, side=side)))
 
 
+@pytest.mark.parametrize("side", ["left", "right"])
+@pytest.mark.parametrize("a", [[1.0, 2.0, 3.0], [1.0, 2.0, 2.0, np.nan, np.nan], [np.nan]])
+def test_searchsorted_puts_nans_last_as_numpy(side, a):
+    a, v = np.array(a, np.float32), np.array([np.nan, 2.0, 0.0, 5.0], np.float32)
+    want = np.searchsorted(a, v, side=side)
+    for run in (lambda f: f, fg.jit):
+        got = run(lambda x, y: fnp.searchsorted(x, y, side=side))(fg.tensor(a), fg.tensor(v))
+        np.testing.assert_array_equal(got, want)
+
+
 def test_unique():
     x = np.array([3, 1, 2, 3, 1, 1], np.int32)
     _check(fnp.unique(fg.tensor(x)), np.unique(x))

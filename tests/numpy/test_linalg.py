@@ -213,6 +213,14 @@ def test_matrix_norm(ord, axis, keepdims):
     _close(LA.norm(x, ord, axis, keepdims), np.linalg.norm(x, ord, axis, keepdims))
 
 
+def test_norm_of_complex_is_real_for_every_order():
+    z = fg.tensor(np.array([3 + 4j, 0, 1j], np.complex64))
+    for ord in (None, 0, 1, 2, 3, np.inf, -np.inf):
+        got = LA.norm(z, ord)
+        assert got.dtype == fg.float32, ord
+        np.testing.assert_allclose(got, np.linalg.norm(np.asarray(z), ord), rtol=1e-6)
+
+
 def test_norm_flattens_and_array_api_norms():
     x = _rng().standard_normal((2, 3, 4))
     _close(LA.norm(x), np.linalg.norm(x))

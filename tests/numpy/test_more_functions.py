@@ -74,6 +74,20 @@ def test_quantile_picks_infinite_order_statistics_as_numpy(method):
                                       np.quantile(x, q, method=method))
 
 
+def test_linear_quantiles_next_to_infinities_are_jaxs():
+    # weighted as JAX (low * (1 - w) + high * w): two equal infinities in the middle gave
+    # NaN through inf - inf; NumPy's own lerp disagrees with JAX on some of these
+    inf = np.inf
+    cases = [([-inf, -inf, 1.0, 2.0], 0.5, -inf), ([-inf, 1.0], 0.25, -inf),
+             ([-inf, 1.0], 0.75, -inf), ([1.0, inf], 0.75, inf), ([inf, inf], 0.3, inf),
+             ([-inf, inf], 0.5, np.nan), ([0.0, 1.0, 2.0, inf], 1 / 3, 1.0)]
+    for data, q, want in cases:
+        with np.errstate(invalid="ignore"):  # inf * 0 and inf - inf, eagerly
+            for got in _both(lambda t: fnp.quantile(t, q), np.array(data)):  # noqa: B023
+                np.testing.assert_array_equal(got.numpy(), want)
+    np.testing.assert_array_equal(fnp.median(fg.tensor([-inf, -inf, 1.0, 2.0])).numpy(), -inf)
+
+
 def test_median_nans_jit_and_gradient():
     x = RNG.standard_normal((3, 4))
     for got in _both(lambda t: fnp.median(t, axis=1), x):

@@ -233,6 +233,9 @@ def test_cumulative_float64(name, shape):
 
 def test_cumulative_of_0d_and_ints():
     _check(fnp.cumsum(fg.tensor(np.float64(2.0))), np.cumsum(np.float64(2.0)))
+    for run in (lambda f: f, fg.jit):  # axis 0 of a 0-d value: shape (1,), as NumPy
+        _check(run(lambda t: fnp.cumprod(t, axis=0))(fg.tensor(np.float64(2.0))),
+               np.cumprod(np.float64(2.0), axis=0))
     x = np.array([[1, 2], [3, 4]], np.int32)
     _check(fnp.cumprod(fg.tensor(x), axis=1), np.cumprod(x, axis=1).astype(np.int32))
     _check(fnp.cumsum(fg.tensor(x), axis=0), np.cumsum(x, axis=0).astype(np.int32))

@@ -246,6 +246,19 @@ def test_pad_modes(mode, width):
     _check(fnp.pad(fg.tensor(x), width, mode=mode), np.pad(x, width, mode=mode))
 
 
+@pytest.mark.parametrize("mode", ["reflect", "symmetric"])
+@pytest.mark.parametrize("width", [1, 3, 7, (2, 9)], ids=str)
+@pytest.mark.parametrize("shape", [(5,), (1,), (3, 4)], ids=str)
+def test_pad_odd_reflection(mode, width, shape):
+    # reflect_type="odd" mirrors through the edge value, a period at a time (numpy.pad)
+    x = np.arange(np.prod(shape), dtype=np.float64).reshape(shape) ** 1.5
+    want = np.pad(x, width, mode=mode, reflect_type="odd")
+    np.testing.assert_allclose(fnp.pad(fg.tensor(x), width, mode=mode, reflect_type="odd"),
+                               want, rtol=1e-12)
+    got = fg.jit(lambda t: fnp.pad(t, width, mode=mode, reflect_type="odd"))(fg.tensor(x))
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
 def test_pad_more_cases():
     x = _rand((2, 3))
     _check(fnp.pad(fg.tensor(x), 2, constant_values=7.5), np.pad(x, 2, constant_values=7.5))
