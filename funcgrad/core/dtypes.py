@@ -167,7 +167,16 @@ def promote_pairs(pairs: tuple) -> tuple[np.dtype, bool]:
         node = _least_upper_bound({lattice_node(d, w) for d, w in pairs})
         weak = isinstance(node, str)
     dtype = DEFAULT_DTYPE[node] if isinstance(node, str) else node
+    if node in _WIDE_FOR_INT64 and any(not w and d.kind in "iu" and d.itemsize == 8
+                                       for d, w in pairs):
+        # 64-bit integers are NumPy data: int64 * 1.0 is float64 (NumPy, JAX with 64-bit
+        # types), as their true division and mean are (float_dtype_for); strongly typed,
+        # since a weak float64 stands for a Python number inside jit (weak_default_width)
+        return _WIDE_FOR_INT64[node], False
     return dtype, weak and dtype != bool_
+
+
+_WIDE_FOR_INT64 = {_WEAK_FLOAT: float64, _WEAK_COMPLEX: complex128}
 
 
 def promote_types(a, b) -> np.dtype:

@@ -339,7 +339,7 @@ def logsumexp(x, axis=None, keepdims: bool = False, b=None, return_sign: bool = 
     """
     x = asarray(x)
     if not dtypes.is_inexact(x.dtype):
-        x = ew.convert_element_type(x, dtypes.float32)
+        x = ew.convert_element_type(x, dtypes.float_dtype_for(x.dtype))
     if b is not None:
         b = asarray(b)
         shape = broadcast_shapes("logsumexp", x.shape, b.shape)
