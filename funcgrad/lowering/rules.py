@@ -205,6 +205,34 @@ def fusion_barrier(ctx, values, avals):
     return ctx.op("stablehlo.optimization_barrier", values, avals)
 
 
+# ops whose result is their first operand's elements moved: IREE fuses a chain of them
+_MOVES = frozenset({"stablehlo.reshape", "stablehlo.transpose", "stablehlo.reverse",
+                    "stablehlo.pad", "stablehlo.broadcast_in_dim"})
+
+
+def reads_a_slice(value, depth: int = 8) -> bool:
+    """Whether the MLIR ``value`` is a ``stablehlo.slice`` result, maybe moved since
+    (reshaped, transposed, reversed, padded, broadcast)."""
+    for _ in range(depth):
+        owner = value.owner
+        name = getattr(owner, "name", None)
+        if name == "stablehlo.slice":
+            return True
+        if name not in _MOVES:
+            return False
+        value = owner.operands[0]
+    return False
+
+
+def unfused_from_slices(ctx, values, avals):
+    """``values``, those that read a slice put behind a barrier: IREE 3.13 fails to compile
+    a gather or a reverse fused with a slice that leaves a strided innermost axis
+    (``x[::2][i]``, ``flip(x[:, ::2])``, ``x[:, :, :1][i]``: "LLVM Translation failed for
+    operation: builtin.unrealized_conversion_cast")."""
+    return [fusion_barrier(ctx, [v], [a.strip_weak()])[0] if reads_a_slice(v) else v
+            for v, a in zip(values, avals, strict=True)]
+
+
 # IREE 3.13 writes an in-place update (dynamic_update_slice, a loop carrying one) into the
 # buffer of a function argument, which is the caller's memory (IREE issue 16168): a jit call
 # changed its input tensor, or failed with "buffer does not support ... DISCARD_WRITE".

@@ -624,31 +624,13 @@ def _lower_gather(ctx, args, in_avals, out_avals, *, axes):
     clamped = ctx.op1("stablehlo.clamp", [ctx.full(0, indices), args[1],
                                           _index_bounds(ctx, operand, indices, axes, 0)],
                       indices)
-    source = args[0]
-    if _is_slice(source):
-        # IREE 3.13 fails to compile a gather fused with a slice that leaves a strided
-        # innermost axis (x[::2][i], x[:, :, :1][i]: "LLVM Translation failed for operation:
-        # builtin.unrealized_conversion_cast"): the slice goes to a buffer of its own
-        from funcgrad.lowering import rules
+    from funcgrad.lowering import rules
 
-        (source,) = rules.fusion_barrier(ctx, [source], [operand.strip_weak()])
+    (source,) = rules.unfused_from_slices(ctx, [args[0]], [operand])
     args = [source, clamped]
     return ctx.op("stablehlo.gather", args, out_avals, {
         "dimension_numbers": numbers, "slice_sizes": ctx.i64_array(sizes),
         "indices_are_sorted": ctx.bool_attr(False)})
-
-
-def _is_slice(value, depth: int = 8) -> bool:
-    """Whether the MLIR ``value`` is a ``stablehlo.slice`` result, maybe reshaped."""
-    for _ in range(depth):
-        owner = value.owner
-        name = getattr(owner, "name", None)
-        if name == "stablehlo.slice":
-            return True
-        if name != "stablehlo.reshape":
-            return False
-        value = owner.operands[0]
-    return False
 
 
 def _row_starts(ctx, index, operand, indices, axes):

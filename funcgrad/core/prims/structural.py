@@ -533,7 +533,38 @@ def _lower_pad(ctx, args, in_avals, out_avals, *, padding_config):
              "interior_padding": ctx.i64_array([i for _, _, i in padding_config])}
     if dtypes.is_complex(in_avals[0].dtype):
         return _on_complex_parts(ctx, "stablehlo.pad", args, in_avals, out_avals[0], attrs)
+    if _pad_needs_a_buffer(args[0], padding_config):
+        from funcgrad.lowering import rules
+
+        (operand,) = rules.fusion_barrier(ctx, [args[0]], [in_avals[0].strip_weak()])
+        args = [operand, *args[1:]]
     return ctx.op("stablehlo.pad", args, out_avals, attrs)
+
+
+def _pad_needs_a_buffer(operand, padding_config) -> bool:
+    """Whether the MLIR ``operand`` of a pad must go to a buffer of its own (an
+    optimization barrier) because IREE 3.13 mishandles the pad fused with its producer:
+    - a pad of a pad (through reshapes and slices, which IREE folds into it) where either
+      has interior padding: folded into one pad wrongly, silent wrong values
+      (pad(pad(x, low=1), interior=1) put x[0] at 2, not 3; the gradient of
+      x[:, 1::2][:, 3:4] padded);
+    - a reshape of a slice: fails to compile ("expected rank to be smaller or equal to the
+      other rank": x[2:3].reshape(1, 1) padded on both axes, the gradient of x[0, 0, 7:8])."""
+    chain, value = [], operand
+    for _ in range(8):
+        name = getattr(value.owner, "name", None)
+        if name not in ("stablehlo.reshape", "stablehlo.slice", "stablehlo.pad"):
+            break
+        chain.append(value.owner)
+        if name == "stablehlo.pad":
+            break
+        value = value.owner.operands[0]
+    names = [op.name for op in chain]
+    if names and names[-1] == "stablehlo.pad" and (
+            any(i for _, _, i in padding_config)
+            or any(list(chain[-1].attributes["interior_padding"]))):
+        return True
+    return names[:1] == ["stablehlo.reshape"] and "stablehlo.slice" in names
 
 
 def _lower_concatenate(ctx, args, in_avals, out_avals, *, dimension):
@@ -542,7 +573,10 @@ def _lower_concatenate(ctx, args, in_avals, out_avals, *, dimension):
 
 
 def _lower_rev(ctx, args, in_avals, out_avals, *, dimensions):
+    from funcgrad.lowering import rules
+
     aval = in_avals[0]
+    args = rules.unfused_from_slices(ctx, args, in_avals)
     if aval.dtype.kind == "u":
         # IREE 3.13 cannot legalize a reverse of unsigned integers (uint8 images flipped):
         # reverse the same bits as signed integers
