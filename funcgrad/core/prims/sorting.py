@@ -387,12 +387,29 @@ def _grown(aval, dimension):
 
 
 def _pad_last(ctx, value, aval, grown, dimension, fill):
+    if _padded(value):
+        # IREE 3.13 folds the two pads into one, and then fails to sort the result in place
+        # when it is computed ("write affecting operations on global resources":
+        # sort(pad(sin(x))), sort(pad(sin(x))[None]))
+        (value,) = rules.fusion_barrier(ctx, [value], [aval.strip_weak()])
     high = [0] * aval.ndim
     high[dimension] = 1
     return ctx.op1("stablehlo.pad", [value, ctx.constant(np.asarray(fill, aval.dtype))],
                    grown.strip_weak(), {"edge_padding_low": ctx.i64_array([0] * aval.ndim),
                                         "edge_padding_high": ctx.i64_array(high),
                                         "interior_padding": ctx.i64_array([0] * aval.ndim)})
+
+
+def _padded(value, depth: int = 8) -> bool:
+    """Whether the MLIR ``value`` is a ``stablehlo.pad`` result, maybe reshaped or sliced."""
+    for _ in range(depth):
+        name = getattr(value.owner, "name", None)
+        if name == "stablehlo.pad":
+            return True
+        if name not in ("stablehlo.reshape", "stablehlo.slice", "stablehlo.transpose"):
+            return False
+        value = value.owner.operands[0]
+    return False
 
 
 def _sorts_last(dtype):
