@@ -499,6 +499,9 @@ def test_pads_of_pads_and_of_reshaped_slices_under_jit():
     pieces = [lambda t: fnp.pad(t[:, :, 1::2][:, :, 3:4], [(0, 0), (0, 0), (2, 0)]),
               lambda t: fnp.pad(t[0, 0, 7:8], [(2, 0)]),
               lambda t: (fnp.sin(fnp.flip(t, 0)) + t)[:, 0:1, :][1::2]]
+    k = fg.tensor(3)
+    pieces += [lambda t: t[0::2][k % 2], lambda t: t[::-1][0::2][k % 2],
+               lambda t: t[0, ::-1][0::2][k % 3]]  # a dynamic_update_slice padded
     for piece in pieces:
         def loss(t, piece=piece):
             out = piece(t)

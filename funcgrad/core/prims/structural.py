@@ -555,12 +555,15 @@ def _lower_pad(ctx, args, in_avals, out_avals, *, padding_config):
 def _pad_needs_a_buffer(operand, padding_config) -> bool:
     """Whether the MLIR ``operand`` of a pad must go to a buffer of its own (an
     optimization barrier) because IREE 3.13 mishandles the pad fused with its producer:
-    - a pad of a pad (through reshapes and slices, which IREE folds into it) where either
-      has interior padding: folded into one pad wrongly, silent wrong values
-      (pad(pad(x, low=1), interior=1) put x[0] at 2, not 3; the gradient of
-      x[:, 1::2][:, 3:4] padded);
+    - a pad with interior padding (the transpose of a strided slice) of a computed value,
+      and a pad of a pad with interior padding (through reshapes and slices, which IREE
+      folds into it): values at the wrong offsets, silently (pad(pad(x, low=1),
+      interior=1) put x[0] at 2, not 3; the gradients of x[0::2][k] with a traced k, a
+      dynamic_update_slice padded, and of x[:, 1::2][:, 3:4] padded);
     - a reshape of a slice: fails to compile ("expected rank to be smaller or equal to the
       other rank": x[2:3].reshape(1, 1) padded on both axes, the gradient of x[0, 0, 7:8])."""
+    if any(i for _, _, i in padding_config) and getattr(operand.owner, "name", None):
+        return True
     chain, value = [], operand
     for _ in range(8):
         name = getattr(value.owner, "name", None)
@@ -571,9 +574,8 @@ def _pad_needs_a_buffer(operand, padding_config) -> bool:
             break
         value = value.owner.operands[0]
     names = [op.name for op in chain]
-    if names and names[-1] == "stablehlo.pad" and (
-            any(i for _, _, i in padding_config)
-            or any(list(chain[-1].attributes["interior_padding"]))):
+    if names and names[-1] == "stablehlo.pad" and any(
+            list(chain[-1].attributes["interior_padding"])):
         return True
     return names[:1] == ["stablehlo.reshape"] and "stablehlo.slice" in names
 
