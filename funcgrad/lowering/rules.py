@@ -210,18 +210,25 @@ _MOVES = frozenset({"stablehlo.reshape", "stablehlo.transpose", "stablehlo.rever
                     "stablehlo.pad", "stablehlo.broadcast_in_dim"})
 
 
-def reads_a_slice(value, depth: int = 8) -> bool:
-    """Whether the MLIR ``value`` is a ``stablehlo.slice`` result, maybe moved since
-    (reshaped, transposed, reversed, padded, broadcast)."""
+def producer_through(value, targets, through, depth: int = 8):
+    """The operation named in ``targets`` that the MLIR ``value`` comes from, following
+    first operands back through operations named in ``through``; None when another
+    operation, or a block argument, comes first."""
     for _ in range(depth):
         owner = value.owner
-        name = getattr(owner, "name", None)
-        if name == "stablehlo.slice":
-            return True
-        if name not in _MOVES:
-            return False
+        name = getattr(owner, "name", None)  # (a block argument's owner is a Block)
+        if name in targets:
+            return owner
+        if name not in through:
+            return None
         value = owner.operands[0]
-    return False
+    return None
+
+
+def reads_a_slice(value) -> bool:
+    """Whether the MLIR ``value`` is a ``stablehlo.slice`` result, maybe moved since
+    (reshaped, transposed, reversed, padded, broadcast)."""
+    return producer_through(value, ("stablehlo.slice",), _MOVES) is not None
 
 
 def unfused_from_slices(ctx, values, avals):

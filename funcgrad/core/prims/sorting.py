@@ -400,16 +400,11 @@ def _pad_last(ctx, value, aval, grown, dimension, fill):
                                         "interior_padding": ctx.i64_array([0] * aval.ndim)})
 
 
-def _padded(value, depth: int = 8) -> bool:
-    """Whether the MLIR ``value`` is a ``stablehlo.pad`` result, maybe reshaped or sliced."""
-    for _ in range(depth):
-        name = getattr(value.owner, "name", None)
-        if name == "stablehlo.pad":
-            return True
-        if name not in ("stablehlo.reshape", "stablehlo.slice", "stablehlo.transpose"):
-            return False
-        value = value.owner.operands[0]
-    return False
+def _padded(value) -> bool:
+    """Whether the MLIR ``value`` is a ``stablehlo.pad`` result, maybe reshaped, sliced or
+    transposed since."""
+    return rules.producer_through(value, ("stablehlo.pad",), (
+        "stablehlo.reshape", "stablehlo.slice", "stablehlo.transpose")) is not None
 
 
 def _sorts_last(dtype):

@@ -562,22 +562,16 @@ def _pad_needs_a_buffer(operand, padding_config) -> bool:
       dynamic_update_slice padded, and of x[:, 1::2][:, 3:4] padded);
     - a reshape of a slice: fails to compile ("expected rank to be smaller or equal to the
       other rank": x[2:3].reshape(1, 1) padded on both axes, the gradient of x[0, 0, 7:8])."""
+    from funcgrad.lowering import rules
+
     if any(i for _, _, i in padding_config) and getattr(operand.owner, "name", None):
         return True
-    chain, value = [], operand
-    for _ in range(8):
-        name = getattr(value.owner, "name", None)
-        if name not in ("stablehlo.reshape", "stablehlo.slice", "stablehlo.pad"):
-            break
-        chain.append(value.owner)
-        if name == "stablehlo.pad":
-            break
-        value = value.owner.operands[0]
-    names = [op.name for op in chain]
-    if names and names[-1] == "stablehlo.pad" and any(
-            list(chain[-1].attributes["interior_padding"])):
+    inner = rules.producer_through(operand, ("stablehlo.pad",),
+                                   ("stablehlo.reshape", "stablehlo.slice"))
+    if inner is not None and any(list(inner.attributes["interior_padding"])):
         return True
-    return names[:1] == ["stablehlo.reshape"] and "stablehlo.slice" in names
+    return getattr(operand.owner, "name", None) == "stablehlo.reshape" and \
+        rules.producer_through(operand, ("stablehlo.slice",), ("stablehlo.reshape",)) is not None
 
 
 def _lower_concatenate(ctx, args, in_avals, out_avals, *, dimension):
