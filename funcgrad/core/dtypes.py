@@ -167,8 +167,7 @@ def promote_pairs(pairs: tuple) -> tuple[np.dtype, bool]:
         node = _least_upper_bound({lattice_node(d, w) for d, w in pairs})
         weak = isinstance(node, str)
     dtype = DEFAULT_DTYPE[node] if isinstance(node, str) else node
-    if node in _WIDE_FOR_INT64 and any(not w and d.kind in "iu" and d.itemsize == 8
-                                       for d, w in pairs):
+    if node in _WIDE_FOR_INT64 and any(not w and _is_64_bit_integer(d) for d, w in pairs):
         # 64-bit integers are NumPy data: int64 * 1.0 is float64 (NumPy, JAX with 64-bit
         # types), as their true division and mean are (float_dtype_for); strongly typed,
         # since a weak float64 stands for a Python number inside jit (weak_default_width)
@@ -266,7 +265,13 @@ def float_dtype_for(dtype) -> np.dtype:
     int64, and its mean or ratio is float64 in NumPy and in JAX with 64-bit types)."""
     if is_inexact(dtype):
         return dtype
-    return float64 if dtype.kind in "iu" and dtype.itemsize == 8 else float32
+    return float64 if _is_64_bit_integer(dtype) else float32
+
+
+def _is_64_bit_integer(dtype) -> bool:
+    """int64/uint64: NumPy data, whose float results are float64 (float_dtype_for, and
+    promotion with Python floats in promote_pairs)."""
+    return dtype.kind in "iu" and dtype.itemsize == 8
 
 
 def real_dtype(dtype) -> np.dtype:

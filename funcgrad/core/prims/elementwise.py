@@ -776,7 +776,8 @@ def _lower_extremum(op_name, direction):
 
         a_nan = either(cmp(ar, ar, "NE"), cmp(ai, ai, "NE"))
         b_nan = either(cmp(br, br, "NE"), cmp(bi, bi, "NE"))
-        ordered = either(cmp(ar, br, direction), both(cmp(ar, br, "EQ"), cmp(ai, bi, direction)))
+        # (NaNs are decided above, so NumPy's order of the parts is all that is left)
+        ordered = rules.ordered_complex(ctx, args[0], args[1], aval, direction)
         a_wins = either(a_nan, both(ctx.op1("stablehlo.not", [b_nan], bools), ordered))
         return [ctx.op1("stablehlo.select", [a_wins, args[0], args[1]], aval)]
 
