@@ -64,6 +64,18 @@ def to_gpu(buf, device: Device):
         return cp.asarray(buf)
 
 
+def contiguous(buf):
+    """``buf`` in C order with its own shape (``cupy.ascontiguousarray``, like NumPy's,
+    turns a 0-d array into shape (1,), which a compiled module then refuses).
+
+    >>> contiguous(cupy().zeros(())).shape
+    ()
+    """
+    if buf.flags.c_contiguous:
+        return buf
+    return cupy().ascontiguousarray(buf).reshape(buf.shape)
+
+
 def to_host(buf) -> np.ndarray:
     """A host copy of a CuPy array, 64-byte aligned (so jit calls can alias it)."""
     from funcgrad.core.tensor import aligned_empty

@@ -302,10 +302,11 @@ class Executable:
         return copy_to_device(self.rt, array)
 
     def import_or_copy(self, array):
-        """A buffer view over ``array``: aliased without a copy when it is 64-byte aligned
-        and contiguous (funcgrad allocates user data that way), else a copy.  Importing
-        unaligned memory is refused by the run-time, so alignment is checked first.  A
-        CuPy array is imported by DLPack after CuPy's stream has finished writing it."""
+        """A buffer view over ``array``: on a CPU driver aliased without a copy when it is
+        64-byte aligned and contiguous (funcgrad allocates user data that way), else a
+        copy.  Importing unaligned memory is refused by the run-time, so alignment is
+        checked first.  A CuPy array is imported by DLPack after CuPy's stream has
+        finished writing it."""
         if type(array) is not np.ndarray:
             from funcgrad.core import gpu
 
@@ -314,11 +315,14 @@ class Executable:
                 if self.rt.device_name.platform == "cuda" and array.dtype != dtypes.bfloat16:
                     try:
                         return self.rt.device.from_dlpack_capsule(
-                            gpu.cupy().ascontiguousarray(array).__dlpack__())
+                            gpu.contiguous(array).__dlpack__())
                     except Exception:
                         pass  # not importable here: copied through the host below
                 array = gpu.to_host(array)
-        if type(array) is np.ndarray and importable(array):
+        if (type(array) is np.ndarray and self.rt.device_name.platform == "cpu"
+                and importable(array)):
+            # (a GPU kernel handed host memory this way faulted: CUDA_ERROR_ILLEGAL_ADDRESS
+            # on an H200, for a CPU tensor captured by a jitted function, say)
             return self.rt.device.from_dlpack_capsule(array.__dlpack__())
         return self.to_device(array)
 

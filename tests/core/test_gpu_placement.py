@@ -73,6 +73,12 @@ class FakeCupy:
         return out
 
     @staticmethod
+    def ascontiguousarray(x):  # like CuPy's (and NumPy's): a 0-d array comes back 1-d
+        out = np.ascontiguousarray(x).view(FakeGpuArray)
+        out.gpu_id = FakeCupy.current[-1]
+        return out
+
+    @staticmethod
     def asnumpy(x):
         FakeCupy.copies_to_host += 1
         return np.array(x).view(np.ndarray)
@@ -219,3 +225,15 @@ def test_jit_retraces_when_only_the_device_changes(caplog):
         jitted.lower(x.to("cuda:0"))
     assert len(traces) == 2
     assert "device" in caplog.text and "cuda:0" in caplog.text
+
+
+@pytest.mark.parametrize("shape", [(), (3,), (2, 3)])
+def test_contiguous_keeps_the_shape_of_gpu_arrays(shape):
+    # jit hands GPU arguments to IREE through gpu.contiguous; a 0-d one came out 1-d
+    # ("input2 shape rank mismatch; expected 0 (scalar) but have 1" on an H200)
+    x = fg.tensor(np.arange(float(np.prod(shape))).reshape(shape)).to("cuda:0")._buf
+    assert gpu.contiguous(x).shape == shape
+    if len(shape) == 2:
+        transposed = gpu.contiguous(x.T)
+        assert transposed.shape == (3, 2) and transposed.flags.c_contiguous
+        np.testing.assert_array_equal(np.asarray(transposed), np.asarray(x).T)

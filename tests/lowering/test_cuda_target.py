@@ -32,6 +32,16 @@ def test_a_loop_compiles_for_cuda():
     assert b".target sm_80" in artifact and b".entry" in artifact
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_gradients_of_gathers_compile_for_cuda(dtype):
+    # float64: IREE 3.13 failed to compile the scatter-add fused with the gather its
+    # updates read ("failed to apply fusion + hoisting patterns"); found by a fuzz on an H200
+    x, i = fg.tensor(np.ones((24, 2), dtype)), fg.tensor([0, 5, 2, 2, 7])
+    loss = lambda x: fnp.sum(x[i] ** 2) + fnp.sum(x.at[i].add(x[i[::-1]] * 3.0) ** 2)
+    artifact = fg.jit(fg.grad(loss)).lower(x).compile(target="cuda", arch="sm_80")
+    assert b".target sm_80" in artifact and b"scatter" in artifact
+
+
 def _cuda_mlir(fun, *args):
     from funcgrad.lowering.compiler import session_for_target
     from funcgrad.lowering.mlir import lower_module

@@ -61,6 +61,39 @@ def test_jit_runs_on_the_cuda_driver_and_results_stay_there():
     assert (out + 1.0).device == fg.device("cuda:0")  # eager use of a jit result (DLPack)
 
 
+def test_jit_takes_0d_gpu_arguments():
+    # a 0-d CuPy argument reached IREE as shape (1,) (cupy.ascontiguousarray) and the call
+    # failed: "input2 shape rank mismatch; expected 0 (scalar) but have 1"
+    x = _data(4, 6)
+    k = fg.tensor(3, device="cuda:0")
+    out = fg.jit(lambda x, k, s: x[k % 4] * s)(fg.tensor(x, device="cuda:0"), k,
+                                               fg.tensor(np.float32(2.0), device="cuda:0"))
+    assert out.device == fg.device("cuda:0")
+    np.testing.assert_allclose(out.numpy(), x[3] * 2.0, rtol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_jit_gradient_of_a_gather_matches_the_cpu(dtype):
+    x = np.random.default_rng(3).standard_normal((24, 2)).astype(dtype)
+    i = np.array([0, 5, 2, 2, 7])
+    grad = fg.jit(fg.grad(lambda x, i: fnp.sum(fnp.flip(x, 0)[i] ** 2)))
+    on_gpu = grad(fg.tensor(x, device="cuda:0"), fg.tensor(i, device="cuda:0"))
+    on_cpu = grad(fg.tensor(x), fg.tensor(i))
+    assert on_gpu.device == fg.device("cuda:0")
+    np.testing.assert_allclose(on_gpu.numpy(), on_cpu.numpy(), rtol=1e-6)
+
+
+def test_jit_on_the_gpu_reads_cpu_tensors_it_captures_or_is_given():
+    # a CPU tensor's memory (64-byte aligned, so importable by DLPack) reached the GPU
+    # kernels as a host pointer: CUDA_ERROR_ILLEGAL_ADDRESS
+    table, x = fg.tensor(np.arange(64, dtype=np.float32)), _data(64)
+    captured = fg.jit(lambda x: x * table)(fg.tensor(x, device="cuda:0"))
+    given = fg.jit(lambda x, t: x * t)(fg.tensor(x, device="cuda:0"), table)
+    for out in (captured, given):
+        assert out.device == fg.device("cuda:0")
+        np.testing.assert_allclose(out.numpy(), x * np.arange(64), rtol=1e-6)
+
+
 def test_eager_use_of_a_jit_result_shares_its_gpu_buffer(monkeypatch):
     from funcgrad.lowering.runtime import DeviceBuffer
 

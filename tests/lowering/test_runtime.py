@@ -236,6 +236,25 @@ def test_an_unaligned_host_array_is_copied_once_not_on_every_call(monkeypatch):
     np.testing.assert_array_equal(f(small).numpy(), np.arange(1, 9) * 2.0)
 
 
+def test_host_memory_is_aliased_by_cpu_drivers_only(monkeypatch):
+    """A CPU driver uses aligned host memory in place (DLPack); the cuda driver must get a
+    copy: its kernels were handed the host pointer (CUDA_ERROR_ILLEGAL_ADDRESS on an H200
+    for a CPU tensor captured by a jitted function)."""
+    from funcgrad.lowering.runtime import Executable
+    from funcgrad.transforms.jit import executable_for
+
+    host = fg.tensor(np.arange(64.0))._buf  # 64-byte aligned, as funcgrad allocates
+    exe = executable_for(fg.jit(lambda x: x * 2.0)._entry((fg.tensor(host),), {})[0].program)
+    copies, to_device = [], Executable.to_device
+    monkeypatch.setattr(Executable, "to_device",
+                        lambda self, a: copies.append(a.shape) or to_device(self, a))
+    exe.import_or_copy(host)
+    assert copies == []
+    monkeypatch.setattr(exe.rt, "device_name", fg.Device("cuda", 0))
+    exe.import_or_copy(host)
+    assert copies == [(64,)]
+
+
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16", "float32", "float64", "int8",
                                    "uint8", "int32", "int64", "complex64", "bool_"])
 def test_host_inputs_of_every_dtype_small_and_large(dtype):

@@ -728,7 +728,14 @@ def _lower_scatter(ctx, args, in_avals, out_avals, *, axes, mode):
                                 axes=tuple(range(len(axes))), mode=mode)
         return [ctx.op1("stablehlo.transpose", [out], out_avals[0].strip_weak(),
                         {"permutation": ctx.i64_array(np.argsort(perm))})]
+    from funcgrad.lowering import rules
+
     target, index_arg, update_arg = args
+    if ctx.platform == "cuda" and operand.dtype.itemsize == 8:
+        # IREE 3.13's CUDA pipeline fails on a 64-bit scatter fused with the producer of its
+        # updates when that reads a gather (the float64 gradient of sum(x[i] ** 2)):
+        # "failed to apply fusion + hoisting patterns (set 1)"
+        (update_arg,) = rules.fusion_barrier(ctx, [update_arg], [updates.strip_weak()])
     valid = _broadcast_rows(ctx, _rows_in_range(ctx, index_arg, operand, indices, axes),
                             indices)
     spare = _index_bounds(ctx, operand, indices, axes, 1)
@@ -740,8 +747,6 @@ def _lower_scatter(ctx, args, in_avals, out_avals, *, axes, mode):
         (out,) = _padded_scatter(ctx, [target], index_arg, [update_arg], operand, indices,
                                  axes, combine)
         return [out]
-    from funcgrad.lowering import rules
-
     if mode not in ("set", "add"):
         return rules.via(_scatter_one_by_one)(ctx, args, in_avals, out_avals, axes=axes,
                                               mode=mode)
