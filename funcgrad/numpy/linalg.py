@@ -222,7 +222,8 @@ def det(a):
     """Determinant of the square matrices in ``a`` (from the LU factorization).
 
     Its derivative is the cofactor matrix, exact for singular matrices too (where
-    ``det(a) * inv(a).T`` is 0 * inf), as JAX's.
+    ``det(a) * inv(a).T`` is 0 * inf), as JAX's; so are second derivatives, except for
+    4 x 4 and larger matrices whose LU meets an exactly zero pivot (NaN there, as JAX's).
 
     >>> fnp.linalg.det(fg.tensor([[2.0, 1.0], [0.0, 3.0]]))
     tensor(6., dtype=float32)
@@ -230,7 +231,23 @@ def det(a):
     a = _matrix("det", a, square=True)
     if a.size == 0:
         return _empty_det(a)
+    if a.shape[-1] <= 3:
+        return _det_by_minors(a)
     return _det(a)
+
+
+def _det_by_minors(a):
+    """det of 1 x 1, 2 x 2 and 3 x 3 matrices as the polynomial in their entries (as
+    JAX's): every derivative exact, at singular matrices too, and no LU."""
+    n = a.shape[-1]
+    at = lambda i, j: a[..., i, j]  # noqa: E731
+    if n == 1:
+        return at(0, 0)
+    if n == 2:
+        return at(0, 0) * at(1, 1) - at(0, 1) * at(1, 0)
+    return (at(0, 0) * (at(1, 1) * at(2, 2) - at(1, 2) * at(2, 1))
+            - at(0, 1) * (at(1, 0) * at(2, 2) - at(1, 2) * at(2, 0))
+            + at(0, 2) * (at(1, 0) * at(2, 1) - at(1, 1) * at(2, 0)))
 
 
 def _empty_det(a):
@@ -254,36 +271,52 @@ def _det_jvp(primals, tangents):
 
 
 def _cofactors(a):
-    """The cofactor matrices ``adj(a).T`` of square ``a`` (shape (..., n, n)).
+    """The cofactor matrices ``adj(a).T`` of square ``a`` (shape (..., n, n), n >= 2).
 
-    With ``P a = L U``: ``adj(a) = det(P) adj(U) L^-1 P``.  For an upper triangular ``U``
-    with no zero pivot ``adj(U) = det(U) U^-1``; with one zero pivot ``k`` it has rank one,
-    ``p (V e_k)(e_k^T V)`` where ``V`` inverts ``U`` with that pivot set to 1 and ``p`` is
-    the product of the other pivots; with more zero pivots it is zero."""
+    With ``P a = L U``: ``adj(a) = det(P) adj(U) L^-1 P``.  Splitting off U's last row and
+    column, ``U = [[U1, v], [0, u]]``, ``adj(U) = [[u adj(U1), -adj(U1) v], [0, det U1]]``
+    divides by no pivot of ``u``, the one partial pivoting leaves smallest: derivatives of
+    these cofactors (second derivatives of det) stay exact at and near matrices of rank
+    n - 1, where ``det(U) U^-1`` differentiated is 1/u**2 times u."""
+    lu, _, perm = factors = lax_linalg.lu(a)
     n = a.shape[-1]
-    factors = lax_linalg.lu(a)
-    lu, _, perm = factors
     parity, diag = _lu_sign_and_diagonal(a, factors)
-    zero = diag == 0
-    indicator = zero.astype(a.dtype)
-    count = _reductions.sum(zero.astype(np.int32), axis=-1)[..., None, None]
-    ones = _creation.ones_like(diag)
-    pivots = _elementwise.where(zero, ones, diag)
-    product = _reductions.prod(pivots, axis=-1)[..., None, None]
+    upper = _shape.triu(lu)
+    corner = upper[..., :-1, :-1]
+    adj_corner = _triangular_adjugate(corner, diag[..., :-1])
+    adj_upper = _shape.concatenate([
+        _shape.concatenate([adj_corner * diag[..., -1, None, None],
+                            -matmul(adj_corner, upper[..., :-1, -1:])], axis=-1),
+        _shape.concatenate([_creation.zeros_like(upper[..., -1:, :-1]),
+                            _reductions.prod(diag[..., :-1], axis=-1)[..., None, None]],
+                           axis=-1)], axis=-2)
     eye = broadcast_to(_creation.eye(n, dtype=a.dtype), a.shape)
-    upper = _elementwise.add(_shape.triu(lu),
-                             _elementwise.multiply(eye, indicator[..., None, :]))
-    inv_upper = lax_linalg.triangular_solve(upper, eye, left_side=True, lower=False)
-    e = indicator[..., :, None]
-    rank_one = matmul(matmul(inv_upper, e), matmul(_shape.swapaxes(e, -1, -2), inv_upper))
-    adj_upper = _elementwise.where(count == 0, inv_upper,
-                                   _elementwise.where(count == 1, rank_one,
-                                                      _creation.zeros_like(inv_upper)))
     inv_lower = lax_linalg.triangular_solve(lu, eye, left_side=True, lower=True,
                                             unit_diagonal=True)
     permutation = (perm[..., :, None] == _creation.arange(n, dtype=perm.dtype)).astype(a.dtype)
     adj = matmul(matmul(adj_upper, inv_lower), permutation)
-    return _shape.swapaxes(adj * (parity[..., None, None] * product), -1, -2)
+    return _shape.swapaxes(adj * parity[..., None, None], -1, -2)
+
+
+def _triangular_adjugate(upper, diag):
+    """``adj(upper)`` of upper triangular matrices with diagonal ``diag``: ``det U^-1``
+    with no zero pivot; with one zero pivot ``k`` the rank-one ``p (V e_k)(e_k^T V)``, where
+    ``V`` inverts ``U`` with that pivot set to 1 and ``p`` is the product of the others;
+    taken as zero with more (as JAX does).  Zero
+    pivots are set to 1 before solving, so no branch holds an inf or NaN for gradients."""
+    zero = diag == 0
+    indicator = zero.astype(upper.dtype)
+    count = _reductions.sum(zero.astype(np.int32), axis=-1)[..., None, None]
+    product = _reductions.prod(_elementwise.where(zero, _creation.ones_like(diag), diag),
+                               axis=-1)[..., None, None]
+    eye = broadcast_to(_creation.eye(upper.shape[-1], dtype=upper.dtype), upper.shape)
+    inverse = lax_linalg.triangular_solve(upper + eye * indicator[..., None, :], eye,
+                                          left_side=True, lower=False)
+    e = indicator[..., :, None]
+    rank_one = matmul(matmul(inverse, e), matmul(_shape.swapaxes(e, -1, -2), inverse))
+    return product * _elementwise.where(count == 0, inverse,
+                                        _elementwise.where(count == 1, rank_one,
+                                                           _creation.zeros_like(inverse)))
 
 
 def slogdet(a):

@@ -383,6 +383,16 @@ SINGULAR = {
     "rank_two_3x3": np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0], [7.0, 8.0, 9.0]]),
     "zero_first_column": np.array([[0.0, 1.0, 2.0], [0.0, 3.0, 4.0], [0.0, 5.0, 7.0]]),
     "pivoted": np.array([[0.0, 1.0, 2.0], [0.0, 3.0, 4.0], [1.0, 5.0, 6.0]]),
+    # 4 x 4 and larger: through the LU (smaller ones are det's polynomial)
+    "zero_4x4": np.zeros((4, 4)),
+    "last_pivot_zero_4x4": np.diag([1.0, 2.0, 3.0, 0.0]),
+    "first_pivot_zero_4x4": np.diag([0.0, 2.0, 3.0, 4.0]),
+    "rank_two_4x4": np.outer([1.0, 2.0, 0.0, 1.0], [1.0, 1.0, 2.0, 0.0])
+    + np.outer([0.0, 1.0, 1.0, 3.0], [2.0, 0.0, 1.0, 1.0]),
+    "rank_three_4x4": np.array([[1.0, 2.0, 3.0, 4.0], [2.0, 0.0, 1.0, 1.0],
+                                [3.0, 2.0, 4.0, 5.0], [0.0, 1.0, 1.0, 2.0]]),
+    "rank_four_5x5": np.random.default_rng(5).standard_normal((5, 4))
+    @ np.random.default_rng(6).standard_normal((4, 5)),
 }
 
 
@@ -397,6 +407,31 @@ def test_grad_of_det_is_the_cofactor_matrix_also_when_singular(name):
     got32 = fg.grad(LA.det)(a.astype(np.float32))
     assert got32.dtype == np.float32
     _close(got32, want, np.float32, scale=10)
+
+
+def _second_derivatives_of_det(a, eps=1e-5):
+    """d cofactors / d a by central differences of the exact cofactors (by minors)."""
+    out = np.zeros(a.shape * 2)
+    for i, j in np.ndindex(a.shape):
+        step = np.zeros_like(a)
+        step[i, j] = eps
+        out[..., i, j] = (_cofactor_matrix(a + step) - _cofactor_matrix(a - step)) / (2 * eps)
+    return out
+
+
+@pytest.mark.parametrize("name", ["rank_one_2x2", "rank_two_3x3", "zero_first_column",
+                                  "rank_two_4x4", "rank_three_4x4", "rank_four_5x5",
+                                  "general_5x5"])
+def test_second_derivatives_of_det_at_and_near_singular_matrices(name):
+    # were NaN at singular 2 x 2 and 3 x 3 matrices (the LU's zero pivot), and 16 off at a
+    # nearly singular 4 x 4 one (det(U) U^-1 differentiated: a tiny pivot over its square)
+    a = _general((5, 5)) if name == "general_5x5" else SINGULAR[name]
+    want = _second_derivatives_of_det(a)
+    scale = max(1.0, np.abs(want).max())
+    for hessian in (fg.hessian(LA.det), fg.jit(fg.hessian(LA.det)),
+                    fg.jacfwd(fg.jacrev(LA.det))):
+        got = hessian(fg.tensor(a)).numpy()
+        np.testing.assert_allclose(got / scale, want / scale, atol=1e-8)
 
 
 def test_vmap_grad_of_det_mixes_singular_and_regular():
