@@ -65,12 +65,9 @@ def to_gpu(buf, device: Device):
 
 
 def contiguous(buf):
-    """``buf`` in C order with its own shape (``cupy.ascontiguousarray``, like NumPy's,
-    turns a 0-d array into shape (1,), which a compiled module then refuses).
-
-    >>> contiguous(cupy().zeros(())).shape
-    ()
-    """
+    """``buf`` in C order with its own shape: ``contiguous(cupy.zeros(())).shape`` is
+    ``()``, where ``cupy.ascontiguousarray``, like NumPy's, gives ``(1,)``, which a compiled
+    module then refuses."""
     if buf.flags.c_contiguous:
         return buf
     return cupy().ascontiguousarray(buf).reshape(buf.shape)

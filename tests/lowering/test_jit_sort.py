@@ -159,3 +159,17 @@ def test_sort_of_computed_values_that_were_padded():
         np.testing.assert_allclose(fg.jit(case)(x), case(x), rtol=1e-14)  # sin: an ulp
         loss = lambda t, case=case: fnp.sum(case(t) ** 2)  # noqa: E731
         np.testing.assert_allclose(fg.jit(fg.grad(loss))(x), fg.grad(loss)(x), rtol=1e-12)
+
+
+def test_gradient_of_a_sort_along_a_size_one_axis_of_moved_data():
+    # the gradient sorts the positions twice (payload and tie-breaker); along a size-1 axis
+    # both were padded with 1, merged by CSE into one buffer sorted twice in place: "write
+    # affecting operations on global resources".  Found by a fuzz of data-movement chains
+    x = fg.tensor(np.random.default_rng(0).uniform(-1, 1, (4, 6, 8)))
+
+    def loss(x):
+        v = fnp.flip(fnp.roll(fnp.concatenate([x, x[::-1]], axis=0), 3, axis=1), axis=0)
+        v = fnp.pad(v[None], [(0, 0), (1, 0), (0, 0), (0, 0)])
+        return fnp.sum(fnp.sort(v, axis=0) ** 2)
+
+    np.testing.assert_allclose(fg.jit(fg.grad(loss))(x), fg.grad(loss)(x), rtol=1e-14)

@@ -324,32 +324,39 @@ def _lower_sort_comparator(ctx, args, in_avals, dimension, num_keys):
     args = [*args, ctx.op1("stablehlo.iota", [], positions,
                            {"iota_dimension": ctx.i64_attr(dimension)})]
     in_avals = [*in_avals, positions]
-    tie = len(args) - 1
-    # IREE sorts its operands' buffers in place, even the caller's input tensor or a
-    # constant ("write affecting operations on global resources"): every operand is first
-    # copied into one element more along the sort axis, a value that sorts last (the
+    # IREE sorts its operands' buffers in place, and one buffer sorted twice fails to
+    # compile ("write affecting operations on global resources"): operands that CSE would
+    # merge (the positions twice, in a gradient) are sorted once
+    operands, avals, which = [], [], []
+    for value, aval in zip(args, in_avals, strict=True):
+        same = [i for i, v in enumerate(operands) if rules.same_value(ctx, v, value, None)]
+        if not same:
+            same = [len(operands)]
+            operands.append(value)
+            avals.append(aval)
+        which.append(same[0])
+    keys, tie = which[:num_keys], which[-1]
+    # IREE also sorts the caller's input tensor or a constant in place: every operand is
+    # first copied into one element more along the sort axis, a value that sorts last (the
     # largest key, the largest position), sliced off afterwards.  Payloads pad with their
-    # own number: two equal payloads (the positions twice, in a gradient) would otherwise
-    # become one buffer after CSE, sorted twice in place ("write affecting operations on
-    # global resources" again)
+    # own number, so that equal ones stay apart after the padding
     length = in_avals[0].shape[dimension]
-    grown = [_grown(a, dimension) for a in in_avals]
-    args = [_pad_last(ctx, v, a, g, dimension,
-                      length if k == tie else _sorts_last(a.dtype) if k < num_keys else k)
-            for k, (v, a, g) in enumerate(zip(args, in_avals, grown, strict=True))]
-    final_avals, in_avals = in_avals, grown
-    op = ctx.op("stablehlo.sort", args, [a.strip_weak() for a in in_avals],
+    grown = [_grown(a, dimension) for a in avals]
+    padded = [_pad_last(ctx, v, a, g, dimension,
+                        length if k == tie else _sorts_last(a.dtype) if k in keys else k)
+              for k, (v, a, g) in enumerate(zip(operands, avals, grown, strict=True))]
+    op = ctx.op("stablehlo.sort", padded, [a.strip_weak() for a in grown],
                 {"dimension": ctx.i64_attr(dimension), "is_stable": ctx.bool_attr(True)},
                 regions=1)
     scalars = []
-    for aval in in_avals:
+    for aval in grown:
         s = ShapedArray((), aval.dtype)
         scalars += [s, s]
     block = ctx.block(op.regions[0], scalars)
     bool_scalar = ShapedArray((), dtypes.bool_)
     with ctx.ir.InsertionPoint(block):
         result = None
-        for k in reversed([*range(num_keys), tie]):
+        for k in reversed([*keys, tie]):
             a, b = block.arguments[2 * k], block.arguments[2 * k + 1]
             s = scalars[2 * k]
             less = rules.compare(ctx, a, b, s, "LT")
@@ -372,12 +379,11 @@ def _lower_sort_comparator(ctx, args, in_avals, dimension, num_keys):
     # every sorted operand is kept: one the program does not use (the positions, when only
     # the values are wanted) IREE 3.13 sorts in a stack temporary, whole sort rows of it
     # (400 KB for a 100k vector: over the stack limit, compile failed; 1M never finished)
-    sorted_ = rules.fusion_barrier(ctx, list(op.results), [a.strip_weak() for a in in_avals])
+    sorted_ = rules.fusion_barrier(ctx, list(op.results), [a.strip_weak() for a in grown])
     results = [ctx.op1("stablehlo.slice", [r], a.strip_weak(), {
         "start_indices": ctx.i64_array([0] * a.ndim), "limit_indices": ctx.i64_array(a.shape),
-        "strides": ctx.i64_array([1] * a.ndim)}) for r, a in zip(sorted_, final_avals,
-                                                                  strict=True)]
-    return results[:-1]
+        "strides": ctx.i64_array([1] * a.ndim)}) for r, a in zip(sorted_, avals, strict=True)]
+    return [results[k] for k in which[:-1]]
 
 
 def _grown(aval, dimension):
