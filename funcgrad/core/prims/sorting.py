@@ -329,12 +329,12 @@ def _lower_sort_comparator(ctx, args, in_avals, dimension, num_keys):
     # merge (the positions twice, in a gradient) are sorted once
     operands, avals, which = [], [], []
     for value, aval in zip(args, in_avals, strict=True):
-        same = [i for i, v in enumerate(operands) if rules.same_value(ctx, v, value, None)]
-        if not same:
-            same = [len(operands)]
+        k = next((i for i, v in enumerate(operands) if rules.same_value(ctx, v, value, None)),
+                 len(operands))
+        if k == len(operands):
             operands.append(value)
             avals.append(aval)
-        which.append(same[0])
+        which.append(k)
     keys, tie = which[:num_keys], which[-1]
     # IREE also sorts the caller's input tensor or a constant in place: every operand is
     # first copied into one element more along the sort axis, a value that sorts last (the
