@@ -219,7 +219,8 @@ def _lu_sign_and_diagonal(a, factors=None):
 
 
 def det(a):
-    """Determinant of the square matrices in ``a`` (from the LU factorization).
+    """Determinant of the square matrices in ``a`` (the polynomial in the entries up to
+    3 x 3, else from the LU factorization).
 
     Its derivative is the cofactor matrix, exact for singular matrices too (where
     ``det(a) * inv(a).T`` is 0 * inf), as JAX's; so are second derivatives, except for
@@ -275,7 +276,7 @@ def _cofactors(a):
 
     With ``P a = L U``: ``adj(a) = det(P) adj(U) L^-1 P``.  Splitting off U's last row and
     column, ``U = [[U1, v], [0, u]]``, ``adj(U) = [[u adj(U1), -adj(U1) v], [0, det U1]]``
-    divides by no pivot of ``u``, the one partial pivoting leaves smallest: derivatives of
+    never divides by ``u``, the pivot partial pivoting leaves smallest: derivatives of
     these cofactors (second derivatives of det) stay exact at and near matrices of rank
     n - 1, where ``det(U) U^-1`` differentiated is 1/u**2 times u."""
     lu, _, perm = factors = lax_linalg.lu(a)
@@ -299,11 +300,11 @@ def _cofactors(a):
 
 
 def _triangular_adjugate(upper, diag):
-    """``adj(upper)`` of upper triangular matrices with diagonal ``diag``: ``det U^-1``
+    """``adj(U)`` of upper triangular matrices ``U`` with diagonal ``diag``: ``det(U) U^-1``
     with no zero pivot; with one zero pivot ``k`` the rank-one ``p (V e_k)(e_k^T V)``, where
     ``V`` inverts ``U`` with that pivot set to 1 and ``p`` is the product of the others;
-    taken as zero with more (as JAX does).  Zero
-    pivots are set to 1 before solving, so no branch holds an inf or NaN for gradients."""
+    taken as zero with more (as JAX does).  Zero pivots are set to 1 before solving, so no
+    branch holds an inf or NaN for gradients."""
     zero = diag == 0
     indicator = zero.astype(upper.dtype)
     count = _reductions.sum(zero.astype(np.int32), axis=-1)[..., None, None]
