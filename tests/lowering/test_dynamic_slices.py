@@ -61,6 +61,21 @@ def test_jit_other_dtypes(dtype):
     np.testing.assert_array_equal(got[1], _update_np(x, update, (3, 0)))
 
 
+@pytest.mark.parametrize("dtype", ["complex64", "complex128", "float32"])
+def test_jit_updates_of_constants_and_the_gradient_of_a_traced_row(dtype):
+    # complex64: IREE 3.13 failed to compile an update of a splat constant ("'arith.constant'
+    # op attribute 'value' failed to satisfy constraint"), which the gradient of x[k] is
+    x = (X + 1j * X[::-1]).astype(dtype) if "complex" in dtype else X.astype(dtype)
+
+    def fill(u, k):
+        return fnp.zeros(x.shape, dtype).at[k].set(u), fnp.full(x.shape, 2, dtype).at[k].set(u)
+
+    for got, want in zip(fg.jit(fill)(x[0], 3), fill(x[0], 3), strict=True):
+        np.testing.assert_array_equal(got, want)
+    loss = lambda x, k: fnp.sum(fnp.abs(x[k]) ** 2)  # noqa: E731
+    np.testing.assert_allclose(fg.jit(fg.grad(loss))(x, 3), fg.grad(loss)(x, 3), rtol=1e-6)
+
+
 def test_grads_match_finite_differences_and_the_transpose():
     x, u = fnp.asarray(X / 10), fnp.asarray(np.linspace(-1, 1, 6).reshape(2, 3))
 

@@ -879,6 +879,16 @@ def _lower_dynamic_update_slice(ctx, args, in_avals, out_avals):
     if rules.may_alias_argument(ctx, operand):
         operand = rules.fresh_copy(ctx, operand, x)
     starts = _lowered_starts(ctx, args[2:], in_avals[2:], x.shape, update.shape)
+    if dtypes.is_complex(x.dtype) and rules.from_constant(operand):
+        # IREE 3.13 fails to compile an update of a complex64 splat constant ("'arith.
+        # constant' op attribute 'value' failed to satisfy constraint", the gradient of
+        # x[k]): the parts are updated instead
+        x_part, update_part = (a.update(dtype=dtypes.real_dtype(a.dtype)) for a in (x, update))
+        parts = [ctx.op1("stablehlo.dynamic_update_slice", [
+            ctx.op1(f"stablehlo.{name}", [operand], x_part),
+            ctx.op1(f"stablehlo.{name}", [args[1]], update_part), *starts], x_part.strip_weak())
+            for name in ("real", "imag")]
+        return rules.to_complex(ctx, parts, [x_part.strip_weak()] * 2, [out_avals[0]])
     return [ctx.op1("stablehlo.dynamic_update_slice", [operand, args[1], *starts],
                     out_avals[0])]
 
