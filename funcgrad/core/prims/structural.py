@@ -523,7 +523,7 @@ def _lower_slice(ctx, args, in_avals, out_avals, *, start_indices, limit_indices
 def _on_complex_parts(ctx, op_name, args, in_avals, out_aval, attrs, barrier=False):
     """``op_name`` applied to the real and the imaginary parts of complex operands, then
     recombined: for the data-movement ops IREE 3.13 cannot compile on complex values
-    (a pad crashes iree-compile; a broadcast complex128 becomes an i128 splat)."""
+    (a broadcast complex128 becomes an i128 splat; pads have their own, in _lower_pad)."""
     real = np.dtype(dtypes.real_dtype(out_aval.dtype))
     parts = []
     for part_op in ("stablehlo.real", "stablehlo.imag"):
@@ -543,7 +543,15 @@ def _lower_pad(ctx, args, in_avals, out_avals, *, padding_config):
              "edge_padding_high": ctx.i64_array([hi for _, hi, _ in padding_config]),
              "interior_padding": ctx.i64_array([i for _, _, i in padding_config])}
     if dtypes.is_complex(in_avals[0].dtype):
-        return _on_complex_parts(ctx, "stablehlo.pad", args, in_avals, out_avals[0], attrs)
+        # the parts are padded as real arrays (a complex pad crashes iree-compile), under
+        # the same barrier rules: without them the gradient of x[:, ::2][:, 1:3] was wrong
+        part_avals = [a.update(dtype=dtypes.real_dtype(a.dtype)).strip_weak()
+                      for a in (*in_avals, out_avals[0])]
+        parts = [_lower_pad(ctx, [ctx.op1(f"stablehlo.{name}", [a], av)
+                                  for a, av in zip(args, part_avals[:-1], strict=True)],
+                            part_avals[:-1], part_avals[-1:], padding_config=padding_config)[0]
+                 for name in ("real", "imag")]
+        return [ctx.op1("stablehlo.complex", parts, out_avals[0].strip_weak())]
     if _pad_needs_a_buffer(args[0], padding_config):
         from funcgrad.lowering import rules
 
@@ -566,8 +574,9 @@ def _pad_needs_a_buffer(operand, padding_config) -> bool:
 
     if any(i for _, _, i in padding_config) and getattr(operand.owner, "name", None):
         return True
-    inner = rules.producer_through(operand, ("stablehlo.pad",),
-                                   ("stablehlo.reshape", "stablehlo.slice"))
+    inner = rules.producer_through(operand, ("stablehlo.pad",), (
+        "stablehlo.reshape", "stablehlo.slice", "stablehlo.real", "stablehlo.imag",
+        "stablehlo.complex"))  # (a complex pad is a pad of each part: see _lower_pad)
     if inner is not None and any(list(inner.attributes["interior_padding"])):
         return True
     return getattr(operand.owner, "name", None) == "stablehlo.reshape" and \
