@@ -545,11 +545,11 @@ def _lower_pad(ctx, args, in_avals, out_avals, *, padding_config):
     if dtypes.is_complex(in_avals[0].dtype):
         # the parts are padded as real arrays (a complex pad crashes iree-compile), under
         # the same barrier rules: without them the gradient of x[:, ::2][:, 1:3] was wrong
-        part_avals = [a.update(dtype=dtypes.real_dtype(a.dtype)).strip_weak()
-                      for a in (*in_avals, out_avals[0])]
+        in_parts = [a.update(dtype=dtypes.real_dtype(a.dtype)).strip_weak() for a in in_avals]
+        out_part = in_parts[0].update(shape=out_avals[0].shape)
         parts = [_lower_pad(ctx, [ctx.op1(f"stablehlo.{name}", [a], av)
-                                  for a, av in zip(args, part_avals[:-1], strict=True)],
-                            part_avals[:-1], part_avals[-1:], padding_config=padding_config)[0]
+                                  for a, av in zip(args, in_parts, strict=True)],
+                            in_parts, [out_part], padding_config=padding_config)[0]
                  for name in ("real", "imag")]
         return [ctx.op1("stablehlo.complex", parts, out_avals[0].strip_weak())]
     if _pad_needs_a_buffer(args[0], padding_config):
