@@ -167,11 +167,11 @@ class LoweringContext:
 
     def full(self, value, aval: ShapedArray):
         """A constant of ``aval``'s shape filled with ``value`` (a splat broadcast)."""
-        if aval.dtype == np.complex128:
-            # IREE 3.13 cannot splat a complex128 (it becomes an i128 fill): build it from
-            # float64 real and imaginary parts
+        if aval.dtype.kind == "c":
+            # IREE 3.13 cannot splat a complex number into a buffer (complex128 becomes an
+            # i128 fill, complex64 an arith.constant it rejects): build it from real parts
             value = complex(value)
-            part = ShapedArray(aval.shape, np.dtype(np.float64))
+            part = ShapedArray(aval.shape, dtypes.real_dtype(aval.dtype))
             return self.op1("stablehlo.complex", [self.full(value.real, part),
                                                   self.full(value.imag, part)], aval)
         scalar = self.constant(np.asarray(value, dtype=aval.dtype))

@@ -168,3 +168,24 @@ def test_only_programs_with_a_large_matmul_get_data_tiling(tmp_path, monkeypatch
     assert "--iree-opt-data-tiling=false" in small and "ukernels" not in small
     assert "--iree-opt-data-tiling=false" in elementwise
     assert "--iree-opt-data-tiling=true" in large and "--iree-llvmcpu-enable-ukernels=all" in large
+
+
+def test_comparing_complex_constants_while_lowering_reads_their_text():
+    # MLIR's Python bindings raise TypeError reading a complex dense attribute; the
+    # comparison CSE-style (used by loops and sorts) falls back to the operations' text
+    from funcgrad.lowering import rules
+    from funcgrad.lowering.compiler import session_for_target
+    from funcgrad.lowering.mlir import LoweringContext
+
+    holder = session_for_target("cpu")
+    with holder.lock, holder.session.context:
+        ctx = LoweringContext(holder.session.context)
+        module = ctx.ir.Module.parse("""func.func @f() {
+            %a = stablehlo.constant dense<(1.0,2.0)> : tensor<2xcomplex<f32>>
+            %b = stablehlo.constant dense<(1.0,2.0)> : tensor<2xcomplex<f32>>
+            %c = stablehlo.constant dense<(1.0,3.0)> : tensor<2xcomplex<f32>>
+            return
+        }""")
+        a, b, c = [op.result for op in
+                   list(module.body.operations[0].regions[0].blocks[0].operations)[:3]]
+        assert rules.same_value(ctx, a, b) and not rules.same_value(ctx, a, c)

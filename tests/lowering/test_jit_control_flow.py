@@ -749,3 +749,34 @@ def test_jit_grad_of_a_one_step_fori_loop_scattering_into_a_carry():
         return a + b
 
     _assert_jit_grad_matches(fun, x, w)
+
+
+def test_jit_grad_of_a_scan_turning_a_complex64_carry():
+    # the complex zeros starting the gradient's carries were compared while lowering the
+    # scan: MLIR's Python bindings cannot read a complex constant (lowering failed)
+    z0 = fg.tensor(np.ones(4, np.complex64))
+    xs = fg.tensor(np.linspace(0.1, 0.9, 20).reshape(5, 4).astype(np.float32))
+
+    def loss(xs):
+        step = lambda z, x: (z * fnp.exp(1j * x.astype(fg.complex64)), None)  # noqa: E731
+        return fnp.sum(fnp.real(fg.scan(step, z0, xs)[0]))
+
+    want = -np.sin(xs.numpy().sum(axis=0)) * np.ones((5, 1))  # d/dx_t of cos(sum_t x_t)
+    np.testing.assert_allclose(fg.grad(loss)(xs).numpy(), want, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(fg.jit(fg.grad(loss))(xs).numpy(), want, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
+def test_jit_of_a_scan_stacking_complex_outputs(dtype):
+    # the stacked outputs start as complex zeros: IREE 3.13 rejected a complex64 splat
+    # ("'arith.constant' op attribute 'value' failed to satisfy constraint")
+    xs = fg.tensor(np.arange(6.0, dtype=np.float32).reshape(3, 2))
+
+    def fun(xs):
+        step = lambda c, x: (c + x, (c * x).astype(dtype) * 1j)  # noqa: E731
+        return fg.scan(step, fg.zeros(2), xs)[1]
+
+    want = (np.array([[0, 0], [0, 3], [8, 20]]) * 1j).astype(dtype)
+    got = fg.jit(fun)(xs)
+    assert got.dtype == dtype
+    np.testing.assert_array_equal(got.numpy(), want)
