@@ -558,6 +558,9 @@ def permutation(key, x, axis: int = 0, independent: bool = False) -> Tensor:
     import funcgrad.numpy as fnp
 
     key = _check_key("permutation", key)
+    if (x.ndim if isinstance(x, Tensor) else np.ndim(x)) == 0 and axis not in (0, -1):
+        raise ValueError(f"permutation: axis {axis} is out of range for an integer x (a "
+                         "permutation of arange(x) has one axis, 0)")
     if isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_)):
         return _shuffle(key, st.iota(dtypes.int32, (_count("permutation", x),), 0), 0)
     x = _as_tensor(x)

@@ -396,6 +396,8 @@ def test_permutation_shuffles_a_tensor():
     for row, original in zip(indep, x.numpy(), strict=True):
         assert sorted(row) == sorted(original)
     assert random.permutation(random.key(0), fg.tensor(5)).shape == (5,)
+    with pytest.raises(ValueError, match="axis 1 is out of range for an integer x"):
+        random.permutation(random.key(0), 5, axis=1)  # was ignored
 
 
 def test_permutation_is_uniform():

@@ -622,12 +622,22 @@ def _masked_fill_value(dtype) -> float:
 def attention_weights(scores: Tensor, *, allowed=None, additive=None,
                       dropout_p: float = 0.0, dropout_key=None) -> Tensor:
     """Softmax over the last axis of ``scores`` after masking (``allowed`` False entries
-    get -inf) and adding ``additive``; then dropout."""
+    get -inf) and adding ``additive``; then dropout. A row with every score -inf (nothing
+    allowed) gets zero weights, not NaN (PyTorch's safe softmax): its gradient stays finite
+    too, so one fully padded query does not turn every gradient into NaN."""
     if additive is not None:
         scores = scores + additive
     if allowed is not None:
         scores = fnp.where(allowed, scores, _masked_fill_value(scores.dtype))
-    weights = softmax(scores, dim=-1)
+    if allowed is None and additive is None:
+        return _dropped(softmax(scores, dim=-1), dropout_p, dropout_key)
+    empty = fnp.all(scores == -np.inf, axis=-1, keepdims=True)
+    # the softmax of an empty row is computed on zeros, so its (unused) gradient is finite
+    weights = softmax(fnp.where(empty, 0.0, scores), dim=-1)
+    return _dropped(fnp.where(empty, 0.0, weights), dropout_p, dropout_key)
+
+
+def _dropped(weights, dropout_p, dropout_key):
     if dropout_p > 0.0:
         weights = dropout(weights, dropout_p, key=dropout_key)
     return weights

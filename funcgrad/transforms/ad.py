@@ -443,7 +443,7 @@ def _split_args(fun, args, kwargs, argnums):
     return partial, tuple(args[n] for n in argnums)
 
 
-def _check_inexact_inputs(name, diff_args):
+def _check_inexact_inputs(name, diff_args, allow_int=False):
     import optree
 
     paths, leaves, _ = optree.tree_flatten_with_path(diff_args, namespace="funcgrad")
@@ -459,31 +459,34 @@ def _check_inexact_inputs(name, diff_args):
             raise TypeError(f"{name}: {where} is a {type(leaf).__name__}, not an array or a "
                             "number; differentiate with respect to arrays only (exclude it "
                             "with argnums)")
-        if not dtypes.is_inexact(leaf_dtype):
+        if not dtypes.is_inexact(leaf_dtype) and not allow_int:
             raise TypeError(f"{name} requires real- or complex-valued (floating) inputs, got "
                             f"{where} of dtype {leaf_dtype.name}; differentiate with respect "
                             "to float arguments only (pass integers as other arguments, or "
                             "keep integer tensors out of the module you differentiate, e.g. "
-                            "as a static field)")
+                            "as a static field), or pass allow_int=True for zero gradients "
+                            "of integer inputs")
 
 
-def value_and_grad(fun, argnums=0, has_aux: bool = False, holomorphic: bool = False):
+def value_and_grad(fun, argnums=0, has_aux: bool = False, holomorphic: bool = False,
+                   allow_int: bool = False):
     """``fun`` and its gradient with respect to the arguments ``argnums``; with
     ``holomorphic=True`` the complex derivative of a holomorphic ``fun`` of complex inputs
-    with a complex scalar output (as JAX).
+    with a complex scalar output (as JAX). ``allow_int=True`` accepts integer and boolean
+    inputs, whose gradients are zeros of their dtype (JAX's are float0).
 
     >>> fg.value_and_grad(lambda x: (x ** 2).sum())(fg.tensor([1.0, 2.0]))
     (tensor(5., dtype=float32), tensor([2., 4.], dtype=float32))
     """
-    return _value_and_grad(fun, argnums, has_aux, holomorphic, "value_and_grad")
+    return _value_and_grad(fun, argnums, has_aux, holomorphic, allow_int, "value_and_grad")
 
 
-def _value_and_grad(fun, argnums, has_aux, holomorphic, name):
+def _value_and_grad(fun, argnums, has_aux, holomorphic, allow_int, name):
     @functools.wraps(fun)
     def value_and_grad_fun(*args, **kwargs):
         nums, single = _argnums_tuple(argnums, len(args), name)
         partial, diff_args = _split_args(fun, args, kwargs, nums)
-        _check_inexact_inputs(name, diff_args)
+        _check_inexact_inputs(name, diff_args, allow_int)
         if holomorphic:
             _check_complex(name, "input", tree_flatten(diff_args)[0])
         result = vjp(partial, *diff_args, has_aux=has_aux)
@@ -512,16 +515,18 @@ def _value_and_grad(fun, argnums, has_aux, holomorphic, name):
     return value_and_grad_fun
 
 
-def grad(fun, argnums=0, has_aux: bool = False, holomorphic: bool = False):
+def grad(fun, argnums=0, has_aux: bool = False, holomorphic: bool = False,
+         allow_int: bool = False):
     """The gradient of scalar-valued ``fun`` with respect to argument(s) ``argnums``
-    (``holomorphic=True``: the complex derivative of a holomorphic ``fun``, as JAX).
+    (``holomorphic=True``: the complex derivative of a holomorphic ``fun``, as JAX;
+    ``allow_int=True``: zero gradients for integer inputs instead of an error).
 
     >>> fg.grad(lambda x: fnp.sin(x).sum())(fg.tensor([0.0, 1.0]))
     tensor([1.       , 0.5403023], dtype=float32)
     >>> fg.grad(lambda z: z * z, holomorphic=True)(fg.tensor(1.0 + 2.0j))
     tensor(2.+4.j, dtype=complex64)
     """
-    vg = _value_and_grad(fun, argnums, has_aux, holomorphic, "grad")
+    vg = _value_and_grad(fun, argnums, has_aux, holomorphic, allow_int, "grad")
 
     @functools.wraps(fun)
     def grad_fun(*args, **kwargs):
@@ -556,13 +561,14 @@ def _check_complex(name: str, what: str, leaves) -> None:
                             f".astype(fg.complex64) or drop holomorphic=True")
 
 
-def _jacobian_inputs(name, fun, argnums, has_aux, holomorphic, args, kwargs):
+def _jacobian_inputs(name, fun, argnums, has_aux, holomorphic, args, kwargs,
+                     allow_int=False):
     """What jacfwd and jacrev share: the differentiated arguments as flat tensors (complex
     ones with ``holomorphic``) and ``fun`` as a flat function of them (its output tree lands
     in ``store``)."""
     nums, single = _argnums_tuple(argnums, len(args), name)
     partial, diff_args = _split_args(fun, args, kwargs, nums)
-    _check_inexact_inputs(name, diff_args)
+    _check_inexact_inputs(name, diff_args, allow_int)
     flat_in, in_tree = tree_flatten(diff_args)
     flat_in = [as_tensor(x) for x in flat_in]
     if holomorphic:
@@ -619,10 +625,11 @@ def jacfwd(fun, argnums=0, has_aux: bool = False, holomorphic: bool = False):
     return jacfun
 
 
-def jacrev(fun, argnums=0, has_aux: bool = False, holomorphic: bool = False):
+def jacrev(fun, argnums=0, has_aux: bool = False, holomorphic: bool = False,
+           allow_int: bool = False):
     """The Jacobian of ``fun`` by reverse mode (one VJP per output element, vmapped).
     Outputs are real, unless ``holomorphic=True`` (complex inputs and outputs, the complex
-    derivative), as JAX.
+    derivative), as JAX; ``allow_int=True`` gives zero blocks for integer inputs.
 
     >>> fg.jacrev(fnp.sin)(fg.tensor([0.0, 1.0])).shape
     (2, 2)
@@ -632,7 +639,7 @@ def jacrev(fun, argnums=0, has_aux: bool = False, holomorphic: bool = False):
 
     def jacfun(*args, **kwargs):
         single, flat_in, in_tree, flat_fun, store = _jacobian_inputs(
-            "jacrev", fun, argnums, has_aux, holomorphic, args, kwargs)
+            "jacrev", fun, argnums, has_aux, holomorphic, args, kwargs, allow_int)
         outs, pullback = _vjp_flat(flat_fun, flat_in)
         if holomorphic:
             _check_complex("jacrev", "output", outs)

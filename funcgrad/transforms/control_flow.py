@@ -85,12 +85,13 @@ def _check_same_type(what, names, first, second):
     _check_signatures(what, names, first, _signature_of(second))
 
 
-def _check_signatures(what, names, first, second_signature):
+def _check_signatures(what, names, first, second_signature, promote=True):
     """``_check_same_type`` against the signature of the second side (a traced branch has
-    avals, not values)."""
+    avals, not values). ``promote``: a Python-number start may adopt the other side's
+    dtype (loop carries); branches of a cond must match exactly."""
     (tree_a, types_a), (tree_b, types_b) = _signature_of(first), second_signature
     weak = [getattr(as_tensor(x), "weak_type", False) for x in tree_flatten(first)[0]]
-    if tree_a == tree_b and len(weak) == len(types_a):
+    if promote and tree_a == tree_b and len(weak) == len(types_a):
         promoted = _promoted_carry([ShapedArray(sh, d) for sh, d in types_a], weak,
                                    [ShapedArray(sh, d) for sh, d in types_b])
         if promoted is not None:  # a Python-number start adopting the body's dtype
@@ -195,7 +196,7 @@ def _check_other_branches(what, branches, names, taken, operands, out):
             continue
         ir, _, tree = _trace_fun(branch, in_tree, in_avals, what)
         got = (tree, [(tuple(a.shape), a.dtype) for a in map(_strong, ir.out_avals)])
-        _check_signatures(what, [names[taken], names[k]], out, got)
+        _check_signatures(what, [names[taken], names[k]], out, got, promote=False)
 
 
 def _staged_switch(index, branches, operands, names):

@@ -18,7 +18,7 @@ from funcgrad.core.ir import eval_ir
 from funcgrad.core.primitive import Primitive, UndefinedPrimal
 from funcgrad.core.prims.structural import broadcast_in_dim, moveaxis
 from funcgrad.core.tensor import Tensor, wrap
-from funcgrad.transforms.ad import as_tensor, tree_flatten, tree_unflatten, zeros_for
+from funcgrad.transforms.ad import JVPTracer, as_tensor, tree_flatten, tree_unflatten, zeros_for
 from funcgrad.transforms.ir_transforms import batch_ir, jvp_ir, partial_eval_ir, transpose_ir
 from funcgrad.transforms.tracing import hoist_consts, trace_to_ir
 
@@ -169,6 +169,13 @@ def _trace_call(kind, wrapper, args, kwargs):
     non-differentiated ones split off and the function traced on the others."""
     args = _positional(kind, wrapper.fun, args, kwargs)
     nondiff, diff = _split_nondiff(args, wrapper.nondiff_argnums)
+    for i, value in nondiff.items():
+        if any(isinstance(x, JVPTracer) for x in tree_flatten(value)[0]):
+            raise TypeError(
+                f"{kind} function {_function_name(wrapper.fun)}: argument {i} is in "
+                "nondiff_argnums but depends on a value being differentiated (grad, jvp, "
+                "...); such arguments have no derivative. Make it a regular argument (the "
+                "rule then gives its derivative) or pass fg.stop_gradient of it")
     if _eager_values(tree_flatten(diff)[0]):
         return args, None
     fun = lambda *d: wrapper.fun(*_merge_nondiff(nondiff, d))
@@ -364,7 +371,11 @@ class custom_vjp:  # noqa: N801  (JAX's name)
         user_fwd, user_bwd = self.fwd, self.bwd
 
         def fwd_flat(primals):
-            out, res = user_fwd(*_merge_nondiff(nondiff, tree_unflatten(in_tree, list(primals))))
+            pair = user_fwd(*_merge_nondiff(nondiff, tree_unflatten(in_tree, list(primals))))
+            if not isinstance(pair, tuple | list) or len(pair) != 2:
+                raise TypeError(f"custom_vjp function {name}: fwd must return a pair (output, "
+                                f"residuals), got {type(pair).__name__} {pair!r:.80}")
+            out, res = pair
             out_flat, tree = tree_flatten(out)
             if tree != out_tree:
                 raise TypeError(f"custom_vjp fwd must return (out, residuals) with out of "

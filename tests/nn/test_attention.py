@@ -140,6 +140,27 @@ def np_sdpa(q, k, v, allowed=None, additive=None, scale=None):
     return np_softmax(s) @ v
 
 
+def test_a_query_allowed_nothing_gets_zeros_and_finite_gradients():
+    # PyTorch's safe softmax (2.5+): a fully masked row was NaN, and its NaN reached the
+    # gradients of every key and value through the backward pass
+    q, k, v = rand(3, 4), rand(5, 4, seed=1), rand(5, 2, seed=2)
+    allowed = np.random.default_rng(3).random((3, 5)) < 0.6
+    allowed[0], allowed[1:, 1] = False, True
+    t = fg.tensor
+    out = F.scaled_dot_product_attention(t(q), t(k), t(v), attn_mask=t(allowed))
+    want = np_sdpa(q[1:], k, v, allowed=allowed[1:])
+    np.testing.assert_allclose(out.numpy(), np.concatenate([np.zeros((1, 2)), want]),
+                               rtol=1e-10)
+    bias = np.where(allowed, 0.0, -np.inf)
+    np.testing.assert_allclose(F.scaled_dot_product_attention(t(q), t(k), t(v),
+                                                              attn_mask=t(bias)), out)
+    sdpa = lambda q, k, v: F.scaled_dot_product_attention(q, k, v, attn_mask=t(allowed))  # noqa: E731
+    check_grads(sdpa, (t(q), t(k), t(v)), order=1)
+    grads = fg.jit(fg.grad(lambda q, k, v: sdpa(q, k, v).sum(), argnums=(0, 1, 2)))(
+        t(q), t(k), t(v))
+    assert all(np.isfinite(g.numpy()).all() for g in grads) and not grads[0][0].numpy().any()
+
+
 def test_scaled_dot_product_attention():
     q, k, v = rand(2, 3, 4, 8), rand(2, 3, 5, 8, seed=1), rand(2, 3, 5, 6, seed=2)
     t = fg.tensor

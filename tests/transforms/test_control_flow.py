@@ -262,6 +262,18 @@ def test_eager_control_flow_checks_types_as_jit_would():
     assert fg.cond(fg.tensor(False), lambda x: x * 2, lambda x: x, fg.ones(2)).tolist() == [1, 1]
 
 
+@pytest.mark.parametrize("taken", [0, 1])
+def test_eager_branches_match_exactly_whichever_runs(taken):
+    # a Python number from the branch that runs does not adopt the other branch's dtype
+    # (that is for loop carries): it raised only when the float64 branch ran
+    x = fg.tensor(np.array(1.5))
+    with pytest.raises(TypeError, match="float64.* but .*float32|float32.* but .*float64"):
+        fg.cond(bool(taken), lambda: 0.0, lambda: x)
+    with pytest.raises(TypeError, match="int32.* but .*float32|float32.* but .*int32"):
+        fg.switch(taken, [lambda: 1.5, lambda: 2])
+    assert fg.cond(bool(taken), lambda: 0.0, lambda: fg.tensor(1.0)).dtype == fg.float32
+
+
 def test_eager_cond_and_switch_return_tensors_and_reject_float_indices_as_jax():
     out = fg.cond(True, lambda a: a + 1, lambda a: a - 1, 1.0)
     assert isinstance(out, fg.Tensor) and out.dtype == fg.float32 and float(out) == 2.0

@@ -67,6 +67,29 @@ def test_custom_jvp_nondiff_argnums():
     assert float(fg.grad(lambda x: scale(3.0, x))(fg.tensor(1.0))) == pytest.approx(30.0)
 
 
+@pytest.mark.parametrize("kind", ["custom_jvp", "custom_vjp"])
+def test_differentiating_a_nondiff_argument_names_it(kind):
+    # was a LeakedTracerError blaming a global or a closure
+    rule = functools.partial(getattr(fg, kind), nondiff_argnums=(1,))
+    f = rule(lambda x, s: fnp.sin(x) * s)
+    if kind == "custom_jvp":
+        f.defjvp(lambda s, p, t: (f(p[0], s), fnp.cos(p[0]) * s * t[0]))
+    else:
+        f.defvjp(lambda x, s: (f(x, s), x), lambda s, x, g: (g * fnp.cos(x) * s,))
+    with pytest.raises(TypeError, match="argument 1 is in nondiff_argnums but depends on a "
+                       "value being differentiated"):
+        fg.grad(lambda s: f(fg.tensor(1.0), s))(fg.tensor(2.0))
+    x = fg.tensor(1.0)  # the other argument is differentiated as before
+    assert float(fg.grad(f)(x, fg.tensor(2.0))) == pytest.approx(2 * np.cos(1.0))
+
+
+def test_a_custom_vjp_fwd_not_returning_a_pair_is_named():
+    f = fg.custom_vjp(fnp.sin)
+    f.defvjp(lambda x: f(x), lambda r, g: (g,))
+    with pytest.raises(TypeError, match="fwd must return a pair \\(output, residuals\\)"):
+        fg.grad(f)(fg.tensor(1.0))
+
+
 def test_custom_vjp_bwd_is_used():
     g = fg.grad(lambda x: (clip_gradient(x) * 5).sum())(f64(1.0, 2.0))
     np.testing.assert_allclose(np.asarray(g), [1.0, 1.0])

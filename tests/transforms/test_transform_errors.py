@@ -52,6 +52,20 @@ def test_grad_with_respect_to_integer_input():
         fg.grad(lambda p: p["n"].astype(fnp.float64).sum())({"n": fg.tensor(np.arange(2))})
 
 
+def test_allow_int_gives_zero_gradients_of_integer_inputs_as_jax():
+    f = lambda x, n: (x * n).sum()  # noqa: E731
+    with pytest.raises(TypeError, match="allow_int=True"):
+        fg.grad(f, argnums=1)(t64(1.0), fg.tensor([3, 4]))
+    gx, gn = fg.grad(f, argnums=(0, 1), allow_int=True)(fg.tensor([1.0, 2.0]), fg.tensor([3, 4]))
+    assert gx.tolist() == [3.0, 4.0] and gn.dtype == fg.int32 and gn.tolist() == [0, 0]
+    value, gb = fg.value_and_grad(lambda b: b.sum() * 1.0, allow_int=True)(
+        fg.tensor([True, False]))
+    assert float(value) == 1.0 and gb.dtype == fg.bool_ and gb.tolist() == [False, False]
+    jx, jn = fg.jacrev(lambda x, n: x * n, argnums=(0, 1), allow_int=True)(
+        fg.tensor([1.0, 2.0]), fg.tensor([3, 4]))
+    assert jx.tolist() == [[3.0, 0.0], [0.0, 4.0]] and jn.shape == (2, 2) and not jn.numpy().any()
+
+
 def test_jacobians_reject_integer_inputs():
     for jac in (fg.jacfwd, fg.jacrev, fg.hessian):
         with pytest.raises(TypeError, match="int32"):
