@@ -271,6 +271,20 @@ def test_logsumexp_extremes():
     assert fnp.logsumexp(fg.tensor([1, 2])).dtype == fg.float32
 
 
+def test_logsumexp_takes_jax_argument_order_and_where():
+    # (a, axis, b, keepdims, return_sign, where): a positional b was taken as keepdims
+    x = np.array([[0.0, 1.0], [2.0, 3.0]])
+    want = np.log(2.0 * np.exp(x).sum(axis=1))
+    np.testing.assert_allclose(fnp.logsumexp(fg.tensor(x), 1, 2.0).numpy(), want)
+    mask = np.array([[True, False], [True, True]])
+    got = fnp.logsumexp(fg.tensor(x), axis=1, where=fg.tensor(mask))
+    np.testing.assert_allclose(got.numpy(), [0.0, np.log(np.exp(2.0) + np.exp(3.0))])
+    grad = fg.grad(lambda x: fnp.logsumexp(x, where=fg.tensor(mask)))(fg.tensor(x))
+    np.testing.assert_allclose(grad.numpy().sum(), 1.0)
+    assert grad.numpy()[0, 1] == 0.0
+    assert fnp.logsumexp(fg.tensor(x), where=fg.tensor(np.zeros((2, 2), bool))).item() == -np.inf
+
+
 # --- errors -------------------------------------------------------------------------------
 
 
@@ -394,3 +408,30 @@ def test_sum_and_prod_initial_and_searchsorted_sorter_and_stack_dtype():
     assert fnp.stack([fg.ones(2), fg.zeros(2)], dtype=fg.int32).dtype == fg.int32
     assert fnp.hstack([fg.ones(2), fg.zeros(2)], dtype=fg.float64).dtype == fg.float64
     assert fnp.vstack([fg.ones(2)], dtype=fg.int8).dtype == fg.int8
+
+
+@pytest.mark.parametrize("dtype", [fg.float16, fg.bfloat16])
+def test_low_precision_sums_accumulate_in_float32_also_in_gradients(dtype):
+    # the transpose of a broadcast (a bias's gradient) summed 4096 bfloat16 values in
+    # bfloat16 and stopped at 256; the running and plain reductions do it in float32 too
+    x = fg.tensor(np.random.RandomState(0).uniform(0.2, 1.0, 4096)).astype(dtype)
+    exact = x.astype(fg.float64).numpy().sum()
+    loss = lambda s: fnp.sum((x * s).astype(fg.float32))  # noqa: E731
+    s = fg.tensor(1.0).astype(dtype)
+    for grad in (fg.grad(loss), fg.jit(fg.grad(loss))):
+        np.testing.assert_allclose(grad(s).astype(fg.float64).numpy(), exact, rtol=8e-3)
+    for cumsum in (lambda x: fnp.cumsum(x), fg.jit(lambda x: fnp.cumsum(x))):
+        np.testing.assert_allclose(cumsum(x)[-1].astype(fg.float64).numpy(), exact, rtol=8e-3)
+    vjp = fg.vjp(lambda x: fnp.cumsum(x), x)[1](fnp.ones_like(x))[0]  # a reversed cumsum
+    assert vjp[0].astype(fg.float64).item() == 4096
+
+
+def test_logsumexp_gradient_is_accurate_in_float16():
+    # the max it shifts by is a constant to the derivative: in float16 the two terms of
+    # its derivative cancelled only to ~1e-3, and the largest entry's gradient was 14% off
+    x = np.random.RandomState(0).uniform(0.2, 1.0, (4, 1024))
+    half = fg.tensor(x).astype(fg.float16)
+    loss = lambda x: fnp.sum(fnp.logsumexp(x * 4, axis=1).astype(fg.float32))  # noqa: E731
+    want = fg.grad(loss)(half.astype(fg.float64)).numpy()
+    got = fg.grad(loss)(half).astype(fg.float64).numpy()
+    assert np.abs(got - want).max() <= 2e-3 * np.abs(want).max()
