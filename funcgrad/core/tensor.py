@@ -351,6 +351,12 @@ def to_numpy_array(data, dtype=None) -> np.ndarray:
             if (target.kind in "iu" and arr.dtype.kind in "iu" and arr.size
                     and isinstance(data, (bool, int, list, tuple))):
                 _check_fits(arr, target)  # Python ints out of range raise, as NumPy 2
+            if (arr.dtype.kind == "c" and target.kind != "c"
+                    and isinstance(data, (complex, list, tuple))):
+                # NumPy and JAX refuse Python complex numbers for a real dtype
+                raise TypeError(f"fg.tensor: cannot convert complex values to "
+                                f"{target.name}; take .real (or fnp.real) first, or pass "
+                                "a complex dtype")
             arr = arr.astype(target)
     else:
         dtypes.canonicalize(arr.dtype)  # raises ValueError on unsupported dtypes

@@ -624,14 +624,15 @@ def clip(x, a_min=None, a_max=None, *, min=None, max=None):  # noqa: A002
     return x
 
 
-def nan_to_num(x, nan: float = 0.0, posinf=None, neginf=None):
-    """Replace NaN and infinities with finite numbers."""
+def nan_to_num(x, copy: bool = True, nan: float = 0.0, posinf=None, neginf=None):
+    """Replace NaN and infinities with finite numbers (NumPy's argument order; ``copy``
+    changes nothing: the result is always a new tensor)."""
     x = asarray(x)
     if not dtypes.is_inexact(x.dtype):
         return x
     if dtypes.is_complex(x.dtype):  # each part on its own, as NumPy
-        return ew.complex_(nan_to_num(real(x), nan, posinf, neginf),
-                           nan_to_num(imag(x), nan, posinf, neginf))
+        return ew.complex_(nan_to_num(real(x), nan=nan, posinf=posinf, neginf=neginf),
+                           nan_to_num(imag(x), nan=nan, posinf=posinf, neginf=neginf))
     info = dtypes.finfo(x.dtype)
     posinf = float(info.max) if posinf is None else posinf
     neginf = float(info.min) if neginf is None else neginf

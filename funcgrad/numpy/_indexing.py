@@ -314,6 +314,15 @@ def _adjacent_around_ellipsis(index) -> bool:
     return not any(advanced[0] < d < advanced[-1] for d in dots)
 
 
+def _signed(indices):
+    """Integer ``indices`` in a signed dtype that holds them and minus any axis size:
+    int32, or int64 for 64-bit and uint32 ones (a uint32 index could not hold the -size
+    the range checks compare with: OverflowError under jit)."""
+    wide = dtypes.int64 if indices.dtype.itemsize >= 4 and indices.dtype != dtypes.int32 \
+        else dtypes.int32
+    return ew.convert_element_type(indices, wide) if indices.dtype != wide else indices
+
+
 def _traced_in_range(advanced, shape, batch, every=False):
     """Whether each traced advanced index row is in range (``[-size, size)``), broadcast to
     the index batch shape; None when every index is concrete (those are checked already),
@@ -323,7 +332,7 @@ def _traced_in_range(advanced, shape, batch, every=False):
         if not (every or _is_traced(value)):
             continue
         size = shape[axis]
-        value = asarray(value)
+        value = _signed(asarray(value))
         low = ew.ge(value, st.full(value.shape, -size, value.dtype))
         high = ew.lt(value, st.full(value.shape, size, value.dtype))
         good = ew.and_p.bind(low, high)
@@ -533,8 +542,11 @@ def _update_window(x, index, values, mode):
 _TAKE_MODES = (None, "raise", "fill", "clip", "wrap")
 
 
-def take(x, indices, axis=None, mode=None, fill_value=None):
+def take(x, indices, axis=None, mode=None, unique_indices: bool = False,
+         indices_are_sorted: bool = False, fill_value=None):
     """Elements of ``x`` at ``indices`` along ``axis`` (of the flattened ``x`` by default).
+    Arguments in ``jax.numpy.take``'s order (its ``unique_indices``/``indices_are_sorted``
+    hints change nothing here).
 
     ``mode``: ``"clip"`` clamps indices into range, ``"wrap"`` takes them modulo the size,
     ``"fill"`` picks ``fill_value`` (NaN for floats, as JAX) for out-of-range ones; by
@@ -553,6 +565,7 @@ def take(x, indices, axis=None, mode=None, fill_value=None):
     indices = indices if isinstance(indices, Tensor) else _index_array(indices)
     size = x.shape[axis]
     if mode in ("clip", "wrap") and size:
+        indices = _signed(indices)
         bound = st.full(indices.shape, size, indices.dtype)
         if mode == "clip":
             indices = ew.max(st.zeros_like(indices), ew.min(indices, ew.sub(bound, st.full(
@@ -578,7 +591,7 @@ def _default_fill(dtype):
     return info.min if dtype.kind == "i" else info.max
 
 
-def take_along_axis(x, indices, axis, mode=None, fill_value=None):
+def take_along_axis(x, indices, axis=-1, mode=None, fill_value=None):
     """Pick along ``axis`` with an index tensor shaped like ``x`` (NumPy semantics).
 
     Out-of-range indices: concrete ones raise ``IndexError``, traced ones pick
@@ -846,8 +859,9 @@ def select(condlist, choicelist, default=0):
     return asarray(out)
 
 
-def isin(element, test_elements, invert: bool = False):
-    """Whether each element occurs in ``test_elements`` (flattened), as ``numpy.isin``."""
+def isin(element, test_elements, assume_unique: bool = False, invert: bool = False):
+    """Whether each element occurs in ``test_elements`` (flattened), as ``numpy.isin``
+    (``assume_unique`` changes nothing)."""
     from funcgrad.numpy._reductions import any as _any
 
     element, tests = asarray(element), asarray(test_elements)

@@ -8,13 +8,26 @@ from funcgrad.core.prims.dot import dot_general
 from funcgrad.numpy._util import broadcast_shapes, broadcast_to, normalize_axis, promote
 
 
-def matmul(a, b):
-    """Matrix product with NumPy's rules (1-d promoted, leading axes broadcast).
+def _operands(name, a, b, preferred_element_type):
+    """``a`` and ``b`` promoted together; with JAX's ``preferred_element_type`` both in
+    that dtype, so the products accumulate in it (int8 summed in int32). JAX's
+    ``precision`` is accepted and changes nothing: products run at their dtype's full
+    precision on every backend here."""
+    a, b = promote(name, a, b)
+    if preferred_element_type is not None:
+        target = dtypes.canonicalize(preferred_element_type)
+        a, b = a.astype(target), b.astype(target)
+    return a, b
+
+
+def matmul(a, b, *, precision=None, preferred_element_type=None):
+    """Matrix product with NumPy's rules (1-d promoted, leading axes broadcast);
+    ``preferred_element_type`` and ``precision`` as JAX's (see ``_operands``).
 
     >>> fnp.matmul(fnp.ones((2, 3)), fnp.ones((3, 4))).shape
     (2, 4)
     """
-    a, b = promote("matmul", a, b)
+    a, b = _operands("matmul", a, b, preferred_element_type)
     if a.ndim == 0 or b.ndim == 0:
         raise ValueError(f"matmul: operands must have at least one axis, got shapes {a.shape} "
                          f"and {b.shape}")
@@ -46,10 +59,10 @@ def matmul(a, b):
     return out
 
 
-def dot(a, b):
+def dot(a, b, *, precision=None, preferred_element_type=None):
     """NumPy's dot: scalars multiply, 1-d/2-d as matmul, N-d contracts a's last axis with
     b's second-to-last."""
-    a, b = promote("dot", a, b)
+    a, b = _operands("dot", a, b, preferred_element_type)
     if a.ndim == 0 or b.ndim == 0:
         return a * b
     contract_b = max(b.ndim - 2, 0)
@@ -61,9 +74,9 @@ def dot(a, b):
     return dot_general(a, b, (((a.ndim - 1,), (contract_b,)), ((), ())))
 
 
-def vdot(a, b):
+def vdot(a, b, *, precision=None, preferred_element_type=None):
     """Dot product of the flattened inputs (conjugating the first)."""
-    a, b = promote("vdot", a, b)
+    a, b = _operands("vdot", a, b, preferred_element_type)
     if a.size != b.size:
         raise ValueError(f"vdot: sizes {a.size} and {b.size} differ")
     if dtypes.is_complex(a.dtype):
@@ -73,9 +86,9 @@ def vdot(a, b):
     return dot_general(st.reshape(a, (a.size,)), st.reshape(b, (b.size,)), (((0,), (0,)), ((), ())))
 
 
-def inner(a, b):
+def inner(a, b, *, precision=None, preferred_element_type=None):
     """Sum product over the last axes."""
-    a, b = promote("inner", a, b)
+    a, b = _operands("inner", a, b, preferred_element_type)
     if a.ndim == 0 or b.ndim == 0:
         return a * b
     if a.shape[-1] != b.shape[-1]:
@@ -96,13 +109,13 @@ def outer(a, b):
     return dot_general(a, b, (((), ()), ((), ())))
 
 
-def tensordot(a, b, axes=2):
+def tensordot(a, b, axes=2, *, precision=None, preferred_element_type=None):
     """Sum products over ``axes`` (an int N: a's last N with b's first N; or two lists).
 
     >>> fnp.tensordot(fnp.ones((2, 3)), fnp.ones((3, 4)), axes=1).shape
     (2, 4)
     """
-    a, b = promote("tensordot", a, b)
+    a, b = _operands("tensordot", a, b, preferred_element_type)
     if isinstance(axes, int):
         if axes < 0 or axes > min(a.ndim, b.ndim):
             raise ValueError(f"tensordot: axes={axes} out of range for shapes {a.shape} and "

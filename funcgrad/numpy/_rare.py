@@ -29,7 +29,7 @@ from funcgrad.numpy._indexing import argsort, nonzero, sort, take, take_along_ax
 from funcgrad.numpy._more import _immutable
 from funcgrad.numpy._scalar_types import SCALAR_TYPES
 from funcgrad.numpy._signal import _static_int
-from funcgrad.numpy._statistics import _METHODS, interpolate
+from funcgrad.numpy._statistics import _METHODS, interpolate, no_out
 from funcgrad.numpy._util import (
     asarray,
     axis_or_flattened,
@@ -422,9 +422,7 @@ def compress(condition, a, axis=None, *, size=None, fill_value=0, out=None):
     tensor([[1, 3],
             [4, 6]], dtype=int32)
     """
-    if out is not None:
-        raise NotImplementedError("compress: the out argument is not supported (tensors are "
-                                  "immutable); use the returned tensor")
+    no_out("compress", out)
     condition, a = asarray(condition), asarray(a)
     if condition.ndim != 1:
         raise ValueError(f"compress: condition must be 1-d, got shape {condition.shape}")
@@ -684,9 +682,7 @@ def mask_indices(n: int, mask_func, k=0, *, size=None):
 
 
 def _unsupported(name, out, weights):
-    if out is not None:
-        raise NotImplementedError(f"{name}: the out argument is not supported (tensors are "
-                                  "immutable); use the returned tensor")
+    no_out(name, out)
     if weights is not None:
         raise NotImplementedError(f"{name}: weights are not supported; drop them or repeat "
                                   "the samples")

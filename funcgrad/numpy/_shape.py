@@ -336,6 +336,8 @@ def roll(x, shift, axis=None):
     shifts = np.atleast_1d(np.asarray(shift)).tolist()
     if len(shifts) == 1:
         shifts = shifts * len(axes)
+    elif len(axes) == 1:  # several shifts of one axis add up (NumPy broadcasts the axis)
+        shifts = [sum(shifts)]
     if len(shifts) != len(axes):
         raise ValueError(f"roll: {len(shifts)} shifts {tuple(shifts)} for {len(axes)} axes "
                          f"{tuple(axes)}; pass one shift per axis")
@@ -402,6 +404,8 @@ def repeat(x, repeats, axis=None, *, total_repeat_length=None):
     if isinstance(repeats, Tracer):
         raise TypeError("repeat: repeats is a traced value, so the result's length is "
                         "unknown; pass total_repeat_length= (or concrete repeats)")
+    if not isinstance(repeats, (int, np.integer)) and np.size(repeats) == 1:
+        repeats = int(np.asarray(repeats).reshape(()))  # [2] or a 0-d array: as 2 (NumPy)
     if isinstance(repeats, (int, np.integer)):
         r = int(repeats)
         if r < 0:
@@ -540,8 +544,11 @@ def _pad_odd(x, widths, mode):
 def _per_axis_pairs(name, value, shape):
     """``value`` (an int, a (before, after) pair or one pair per axis) as a pair per axis."""
     try:
-        return np.broadcast_to(np.asarray(value, dtype=np.int64), (len(shape), 2)).tolist()
-    except (ValueError, TypeError):
+        given = np.asarray(value)
+        if given.dtype.kind not in "iub":  # 1.5 was cut to 1
+            raise TypeError(f"pad: {name} must be integers, got {value!r}")
+        return np.broadcast_to(given.astype(np.int64), (len(shape), 2)).tolist()
+    except ValueError:
         raise ValueError(f"pad: {name} {value!r} does not fit a tensor of shape {shape}; "
                          "pass an int, a (before, after) pair, or one pair per axis") from None
 

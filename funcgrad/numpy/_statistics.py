@@ -13,13 +13,16 @@ from funcgrad.numpy._util import asarray, normalize_axes
 _METHODS = ("linear", "lower", "higher", "nearest", "midpoint")
 
 
-def quantile(a, q, axis=None, keepdims: bool = False, method: str = "linear"):
+def quantile(a, q, axis=None, out=None, overwrite_input: bool = False,
+             method: str = "linear", keepdims: bool = False):
     """The ``q``-th quantiles (``q`` in [0, 1], a scalar or a tensor whose shape leads the
-    result) over ``axis``; NaN where the slice holds a NaN, as ``numpy.quantile``.
+    result) over ``axis``; NaN where the slice holds a NaN, as ``numpy.quantile`` (its
+    argument order; ``out`` must be None, ``overwrite_input`` changes nothing).
 
     >>> fnp.quantile(fg.tensor([1.0, 2.0, 3.0, 4.0]), 0.5)
     tensor(2.5, dtype=float32)
     """
+    no_out("quantile", out)
     if method not in _METHODS:
         raise ValueError(f"quantile: method must be one of {_METHODS}, got {method!r}")
     a = asarray(a)
@@ -73,23 +76,34 @@ def interpolate(ordered, position, method: str, pick):
     return low * (1 - weight) + high * weight
 
 
-def percentile(a, q, axis=None, keepdims: bool = False, method: str = "linear"):
+def percentile(a, q, axis=None, out=None, overwrite_input: bool = False,
+               method: str = "linear", keepdims: bool = False):
     """The ``q``-th percentiles (``q`` in [0, 100]); see ``quantile``."""
+    no_out("percentile", out)
     a = asarray(a)
     dtype = a.dtype if dtypes.is_inexact(a.dtype) else dtypes.float32
     return quantile(a, asarray(q, dtype) / 100.0, axis=axis, keepdims=keepdims, method=method)
 
 
-def median(a, axis=None, keepdims: bool = False):
+def median(a, axis=None, out=None, overwrite_input: bool = False, keepdims: bool = False):
     """The median over ``axis`` (the mean of the two middle values for an even count);
-    NaN where the slice holds a NaN.
+    NaN where the slice holds a NaN (NumPy's argument order; ``out`` must be None).
 
     >>> fnp.median(fg.tensor([3.0, 1.0, 2.0, 10.0]))
     tensor(2.5, dtype=float32)
     """
+    no_out("median", out)
     return quantile(a, 0.5, axis=axis, keepdims=keepdims)
+
+
+def no_out(name, out):
+    """Refuse NumPy's ``out=`` (tensors are immutable)."""
+    if out is not None:
+        raise NotImplementedError(f"{name}: the out argument is not supported (tensors are "
+                                  "immutable); use the returned tensor")
 
 
 # the public names are this module's own functions (not the helpers it imports)
 __all__ = [_name for _name, _value in list(globals().items()) if not _name.startswith("_")
-           and getattr(_value, "__module__", None) == __name__]
+           and getattr(_value, "__module__", None) == __name__
+           and _name not in ("interpolate", "no_out")]

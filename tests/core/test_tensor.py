@@ -169,6 +169,14 @@ def test_object_array_is_type_error():
         fg.tensor(np.array([1, None], dtype=object))
 
 
+def test_python_complex_numbers_refuse_a_real_dtype_as_numpy():
+    # the imaginary part was dropped silently
+    for data in ([1 + 2j], 1 + 2j, [1.0, 2j]):
+        with pytest.raises(TypeError, match="cannot convert complex values to float64"):
+            fg.tensor(data, dtype=fg.float64)
+    assert fg.tensor([1.0, 2.0], dtype=fg.complex64).tolist() == [1 + 0j, 2 + 0j]
+
+
 def test_int_overflowing_int32_says_how_to_fix():
     with pytest.raises(OverflowError, match="int64"):
         fg.tensor(2**40)

@@ -524,3 +524,13 @@ def test_an_ellipsis_between_advanced_indices_puts_their_axes_first_as_numpy():
     y = np.arange(24.0).reshape(2, 3, 4)
     for index in ((0, Ellipsis, np.array([1, 2])), (slice(None), np.array([0, 1]), Ellipsis, 2)):
         np.testing.assert_array_equal(fg.tensor(y)[index].numpy(), y[index])
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.uint32, np.uint64, np.int8])
+def test_traced_indices_of_every_integer_dtype_under_jit(dtype):
+    # the range checks built -size in the index dtype: OverflowError for unsigned indices
+    x, i = fg.arange(300.0), fg.tensor(np.array([5, 120], dtype))
+    got = fg.jit(lambda x, i: (x[i], fnp.take(x, i, mode="clip"), x.at[i].set(-1.0),
+                               fnp.take_along_axis(x, i, 0)))(x, i)
+    assert got[0].tolist() == got[1].tolist() == got[3].tolist() == [5.0, 120.0]
+    assert got[2].numpy()[[5, 120]].tolist() == [-1.0, -1.0]

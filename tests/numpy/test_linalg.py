@@ -137,6 +137,23 @@ def test_cholesky_not_positive_definite_gives_nan():
     assert np.all(np.isfinite(np.asarray(out[0]))) and np.all(np.isnan(np.asarray(out[1])))
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.complex64])
+def test_svd_eigh_and_norms_of_nan_matrices_are_nan_as_jax(dtype):
+    # LAPACK fails to converge on NaN entries: that raised LinAlgError (eager) or a
+    # RuntimeError from the host call (jit); the other matrices of a batch are unaffected
+    a = np.stack([np.diag([3.0, 2.0, 1.0]), np.full((3, 3), np.nan)]).astype(dtype)
+    u, s, vh = fnp.linalg.svd(a)
+    assert u.dtype == vh.dtype == dtype and s.dtype == np.real(a).dtype
+    np.testing.assert_allclose(s.numpy()[0], [3, 2, 1], rtol=1e-6)
+    assert np.isnan(s.numpy()[1]).all() and np.isnan(u.numpy()[1]).all()
+    w, v = fnp.linalg.eigh(a)
+    np.testing.assert_allclose(w.numpy()[0], [1, 2, 3], rtol=1e-6)
+    assert np.isnan(w.numpy()[1]).all() and np.isnan(v.numpy()[1]).all()
+    for ord_ in (2, -2, "nuc"):
+        assert np.isnan(fnp.linalg.norm(a[1], ord_).numpy())
+    assert np.isnan(fg.jit(lambda a: fnp.linalg.svd(a, compute_uv=False))(a).numpy()[1]).all()
+
+
 def test_eigh_uplo():
     a = _rng().standard_normal((3, 3))
     for uplo in ("L", "U"):

@@ -162,3 +162,17 @@ def test_tensordot_bad_axes_arguments():
         fnp.tensordot(fg.ones((2, 3)), fg.ones((3, 4)), axes=([1, 0], [0]))
     with pytest.raises(ValueError, match="tensordot: axis 5 is out of bounds"):
         fnp.tensordot(fg.ones((2, 3)), fg.ones((3, 4)), axes=([5], [0]))
+
+
+def test_products_take_jax_precision_and_preferred_element_type():
+    # int8 products accumulate in the preferred dtype instead of wrapping around
+    a = fg.tensor(np.array([[100, 100]], np.int8))
+    b = fg.tensor(np.array([[100], [100]], np.int8))
+    for got in (fnp.matmul(a, b, preferred_element_type=np.int32),
+                fnp.dot(a, b, precision="highest", preferred_element_type=fg.int32),
+                fnp.tensordot(a, b, 1, preferred_element_type=np.int32),
+                fnp.inner(a, b.T, precision=None, preferred_element_type=np.int32)):
+        assert got.dtype == fg.int32 and got.tolist() == [[20000]]
+    assert fnp.vdot(a, b, preferred_element_type=np.int32).item() == 20000
+    x = fg.tensor([[3.0, 1.0, 2.0]])
+    assert fnp.take_along_axis(x, fnp.argsort(x)).tolist() == [[1.0, 2.0, 3.0]]  # axis=-1

@@ -149,3 +149,24 @@ def test_select_isin_and_triangle_indices():
     rows, cols = fnp.triu_indices(3, 1)
     np.testing.assert_array_equal(fg.ones((3, 3)).at[rows, cols].set(0.0).numpy(),
                                   np.tril(np.ones((3, 3))))
+
+
+def test_statistics_and_selections_take_numpy_and_jax_argument_orders():
+    # median(a, axis, out, overwrite_input, keepdims), quantile(a, q, axis, out,
+    # overwrite_input, method, keepdims): the fourth positional argument was keepdims
+    x = np.array([[1.0, 5.0, 2.0], [4.0, 3.0, 6.0]])
+    t = fg.tensor(x)
+    assert fnp.median(t, 1, None, True).shape == (2,)
+    np.testing.assert_allclose(fnp.median(t, 1, keepdims=True).numpy(),
+                               np.median(x, 1, keepdims=True))
+    np.testing.assert_allclose(fnp.quantile(t, 0.25, 1, None, False, "lower").numpy(),
+                               np.quantile(x, 0.25, 1, None, False, "lower"))
+    np.testing.assert_allclose(fnp.percentile(t, 50, 0, None, False, "higher", True).numpy(),
+                               np.percentile(x, 50, 0, None, False, "higher", True))
+    with pytest.raises(NotImplementedError, match="out argument"):
+        fnp.median(t, 0, np.empty(3))
+    y = np.array([np.nan, np.inf, 1.0])
+    np.testing.assert_array_equal(fnp.nan_to_num(fg.tensor(y), True, 5.0).numpy(),
+                                  np.nan_to_num(y, True, 5.0))
+    assert fnp.take(t, fg.tensor([4, 0]), None, None, True, False, 0.0).tolist() == [3.0, 1.0]
+    assert fnp.isin(fg.tensor([1, 2]), [2], True, True).tolist() == [True, False]

@@ -213,6 +213,15 @@ def test_repeat(shape, repeats, axis):
 
 
 
+def test_repeat_and_roll_broadcast_single_repeats_and_axes_as_numpy():
+    x = np.arange(5.0)
+    for repeats in (np.array(2), np.array([2]), fg.tensor(2)):
+        np.testing.assert_array_equal(fnp.repeat(fg.tensor(x), repeats, axis=0).numpy(),
+                                      np.repeat(x, 2))
+    np.testing.assert_array_equal(fnp.roll(fg.tensor(x), (1, 2), axis=0).numpy(),
+                                  np.roll(x, (1, 2), axis=0))
+
+
 def test_repeat_with_traced_repeats_and_a_total_length():
     # as jnp.repeat: the sum of repeats cut at total_repeat_length, or filled with the last
     # element; the length is static, so traced repeats work under jit and vmap
@@ -276,6 +285,8 @@ def test_pad_more_cases():
         fnp.pad(fg.ones(2), -1)
     with pytest.raises(ValueError, match=r"pad: pad_width.*\(3,\)"):
         fnp.pad(fg.ones(3), ((1, 2), (3, 4)))
+    with pytest.raises(TypeError, match="pad_width must be integers, got 1.5"):
+        fnp.pad(fg.ones(3), 1.5)  # was cut to 1 (NumPy raises)
 
 
 
@@ -376,8 +387,8 @@ def test_bad_arguments_are_clear_errors():
         fnp.repeat(fg.ones(3), [1, -1, 1])
     with pytest.raises(ValueError, match="tile: reps must be non-negative"):
         fnp.tile(fg.ones(3), -1)
-    with pytest.raises(ValueError, match="roll: 2 shifts"):
-        fnp.roll(fg.ones((2, 2)), (1, 2), axis=(0,))
+    with pytest.raises(ValueError, match="roll: 3 shifts"):
+        fnp.roll(fg.ones((2, 2)), (1, 2, 3), axis=(0, 1))
     with pytest.raises(ValueError, match="moveaxis: axis 5"):
         fnp.moveaxis(fg.ones((2, 3)), 0, 5)
     with pytest.raises(ValueError, match="split: axis 3"):

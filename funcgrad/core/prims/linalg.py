@@ -173,6 +173,28 @@ def _per_matrix(fn, x, out_shapes):
     return [o.reshape(*x.shape[:-2], *s) for o, s in zip(outs, out_shapes, strict=True)]
 
 
+def _nan_where_lapack_fails(impl):
+    """``impl`` (NumPy arrays in, a list of arrays out) run on the whole batch, or, where
+    LAPACK fails to converge (NaN or inf entries), matrix by matrix with NaN results for
+    the failing ones (as JAX) instead of raising ``LinAlgError``."""
+
+    def run(a, **params):
+        try:
+            return impl(a, **params)
+        except np.linalg.LinAlgError:
+            pass
+        rows = []
+        for m in a.reshape(math.prod(a.shape[:-2]), *a.shape[-2:]):
+            try:
+                rows.append(impl(m, **params))
+            except np.linalg.LinAlgError:  # the shapes and dtypes of a matrix's results
+                rows.append([np.full_like(r, np.nan) for r in impl(np.zeros_like(m), **params)])
+        return [np.stack(col).reshape(*a.shape[:-2], *col[0].shape)
+                for col in zip(*rows, strict=True)]
+
+    return run
+
+
 # --- cholesky: A = L L^H, L lower triangular (reads A's lower triangle) ----------------------
 
 cholesky_p = Primitive("cholesky", keeps_weak=False)
@@ -666,7 +688,7 @@ def _svd_jvp(primals, tangents, *, full_matrices, compute_uv):
     return outs, [ds, du, _mH(dv)]
 
 
-_declare(svd_p, _svd_impl, _svd_rule, _svd_jvp)
+_declare(svd_p, _nan_where_lapack_fails(_svd_impl), _svd_rule, _svd_jvp)
 
 
 def svd(a, full_matrices: bool = False, compute_uv: bool = True):
@@ -713,7 +735,7 @@ def _inverse_gaps(w):
     return 1 / (eye + w[..., None, :] - w[..., :, None]) - eye
 
 
-_declare(eigh_p, _eigh_impl, _eigh_rule, _eigh_jvp)
+_declare(eigh_p, _nan_where_lapack_fails(_eigh_impl), _eigh_rule, _eigh_jvp)
 
 
 def eigh(a):
