@@ -240,9 +240,13 @@ def _read(path: str) -> tuple[dict, dict]:
     except (safetensors.SafetensorError, ValueError, TypeError, KeyError) as error:
         raise ValueError(f"load: {path!r} is not a valid safetensors file (truncated or "
                          f"corrupted?): {error}") from None
-    for name, dtype_name in notes.items():
-        if name in arrays:
-            arrays[name] = _decode(arrays[name], dtype_name)
+    try:
+        for name, dtype_name in notes.items():
+            if name in arrays:
+                arrays[name] = _decode(arrays[name], dtype_name)
+    except (ValueError, TypeError, AttributeError) as error:
+        raise ValueError(f"load: {path!r} has damaged {_DTYPES_KEY!r} metadata (the dtypes "
+                         f"safetensors cannot store): {error}") from None
     return arrays, {"structure": structure}
 
 

@@ -117,6 +117,18 @@ def test_corrupted_file_raises_value_error_naming_it(tmp_path, damage):
         fg.load(path)
 
 
+@pytest.mark.parametrize("note", ['{"w": "no_such_dtype"}', '{"w": ["list"]}',
+                                  '{"w": "float64"}'])
+def test_damaged_dtype_metadata_raises_value_error_naming_the_file(tmp_path, note):
+    # the dtypes safetensors cannot store (bfloat16 aside) are noted in the metadata; a
+    # damaged note raised NumPy's bare errors
+    path = tmp_path / "p.safetensors"
+    safetensors.numpy.save_file({"w": np.zeros((2, 3), np.uint8)}, str(path),
+                                metadata={"funcgrad.dtypes": note})
+    with pytest.raises(ValueError, match="p.safetensors.*damaged"):
+        fg.load(path)
+
+
 def test_failed_write_leaves_the_old_file_intact(tmp_path, monkeypatch):
     path = tmp_path / "p.safetensors"
     old = {"w": fg.ones(3)}

@@ -51,7 +51,8 @@ class OnnxContext:
     """Builds the nodes of one ONNX graph; ``child()`` gives a sub-graph builder that shares
     the model's value names and initializers (sub-graphs read outer values by name)."""
 
-    def __init__(self, function_name: str, root: OnnxContext | None = None):
+    def __init__(self, function_name: str, root: OnnxContext | None = None,
+                 reserved=()):
         self.onnx = _onnx()
         self.function_name = function_name
         self.root = root or self
@@ -60,12 +61,17 @@ class OnnxContext:
             self.initializers = []
             self._const_cache = {}
             self._counter = 0
+            # the graph's input and output names, which no inner value may take
+            self._reserved = frozenset(reserved)
 
     # -- names, constants, nodes ------------------------------------------------------------
     def fresh(self, hint: str = "v") -> str:
         root = self.root
-        root._counter += 1
-        return f"{hint}_{root._counter}"
+        while True:
+            root._counter += 1
+            name = f"{hint}_{root._counter}"
+            if name not in root._reserved:
+                return name
 
     def const(self, value, dtype=None) -> str:
         """An initializer holding ``value`` (small scalars and index vectors are shared)."""
@@ -273,9 +279,11 @@ def to_onnx(fun, *example_args, path: str | os.PathLike | None = None,
 
     ir = trace_to_ir(flat_fun, [x.aval for x in leaves], name="to_onnx",
                      labels=in_names)
-    out_names = _unique([_path_name("output", p) for p in store["paths"]])
+    # outputs are named after the inputs, so "output" as an argument keeps its name
+    out_names = _unique(in_names + [_path_name("output", p) for p in store["paths"]])
+    out_names = out_names[len(in_names):]
 
-    ctx = OnnxContext(name)
+    ctx = OnnxContext(name, reserved=in_names + out_names)
     results = ctx.emit_ir(ir, in_names)
     for result, out_name in zip(results, out_names, strict=True):
         ctx.nodes.append(onnx.helper.make_node("Identity", [result], [out_name]))

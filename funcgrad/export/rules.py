@@ -413,7 +413,11 @@ def _declare_elementwise():
         registry[name].onnx = _single(op_type, floats)
     registry["erf"].onnx = _float32_or("Erf", via(_erf_float64, "erf"))
     # ORT computes these only in float32: exact compositions for the other float dtypes
-    for name, fn in (("tan", math64.reduced_tan), ("asin", math64.asin), ("acos", math64.acos),
+    # float64 tan as ORT's float64 sin over cos: both reduce every argument exactly (the
+    # Cody-Waite composition used before was wrong beyond |x| ~ 2e8)
+    registry["tan"].onnx = _float32_or("Tan", lambda ctx, args, i, o: [
+        ctx.op("Div", [ctx.op("Sin", args), ctx.op("Cos", args)])])
+    for name, fn in (("asin", math64.asin), ("acos", math64.acos),
                      ("atan", math64.atan), ("sinh", math64.sinh), ("cosh", math64.cosh),
                      ("asinh", math64.asinh), ("acosh", math64.acosh),
                      ("atanh", math64.atanh)):
@@ -734,7 +738,8 @@ def _sort(ctx, args, in_avals, out_avals, *, dimension, num_keys):
 
 
 def _declare_reductions():
-    sums = _NUMERIC
+    # integer sums in int64, cast back (which wraps): ORT's int32 ReduceSum saturates
+    sums = _FLOATS + (np.dtype(np.int64),)
     registry["reduce_sum"].onnx = _in_dtype(sums, _reduce("ReduceSum", sums), modular=True)
     registry["reduce_prod"].onnx = _in_dtype(_NUMERIC, _reduce("ReduceProd", _NUMERIC),
                                              modular=True)
@@ -814,9 +819,9 @@ def _declare_indexing():
     registry["gather"].onnx = _gather
     registry["dynamic_slice"].onnx = via(indexing.dynamic_slice_by_gather)
     registry["dynamic_update_slice"].onnx = via(indexing.dynamic_update_slice_by_scatter)
-    types = _NUMERIC + (np.dtype(np.bool_),)
-    modular = _in_dtype(types, _scatter, modular=True)
-    ordered = _in_dtype(types, _scatter, ordered=True)
+    modular = _in_dtype(_NUMERIC + (np.dtype(np.bool_),), _scatter, modular=True)
+    # ORT's ScatterND has no bool min/max: those go through int32 like other bool math
+    ordered = _in_dtype(_NUMERIC, _scatter, ordered=True)
     registry["scatter"].onnx = lambda ctx, args, in_avals, out_avals, *, axes, mode: (
         ordered if mode in ("min", "max") else modular)(ctx, args, in_avals, out_avals,
                                                         axes=axes, mode=mode)

@@ -407,16 +407,6 @@ def trig_rule(kind):
 _SELECT_TRIG_WORK = 1 << 16
 
 
-def reduced_tan(x):
-    """Tangent of float64 ``x`` by the Cody-Waite reduction alone: within 3 ulp for
-    |x| < 2**27 pi/2.  For ONNX export, which has no bitcast for the table path.
-
-    >>> reduced_tan(fg.tensor([0.5], fg.float64))
-    tensor([0.54630249], dtype=float64)
-    """
-    return _fast_trig("tan")(x)
-
-
 # --- float32 and narrower arguments: an exact reduction for every finite value ----------------
 # A float32 x is m * 2**e with an integer m < 2**24.  Then (x * 2/pi) mod 4 is
 # (m * ((2**e * 2/pi) mod 4)) mod 4, and a table of (2**e * 2/pi) mod 4 in three parts of

@@ -72,6 +72,18 @@ def test_names_are_unique_and_sanitized():
     assert len(set(outputs)) == 3 and all(n.replace("_", "").isalnum() for n in outputs)
 
 
+def test_argument_names_never_clash_with_outputs_or_inner_values():
+    # "output" as an argument, or names like the inner values' (mul_1, const_2), made
+    # models that failed the checker
+    def scale(output, mul_1, const_2):
+        return output * 2 + mul_1 * const_2
+
+    model = export.to_onnx(scale, fg.ones(3), fg.ones(3), fg.ones(3))
+    assert [i.name for i in model.graph.input] == ["output", "mul_1", "const_2"]
+    assert [o.name for o in model.graph.output] == ["output_1"]
+    check_onnx(scale, fg.ones(3), fg.tensor([1.0, 2.0, 3.0]), fg.full((3,), 0.5))
+
+
 def test_a_modules_inputs_are_named_by_its_forward():
     from funcgrad import nn, random
 

@@ -320,3 +320,23 @@ def test_dynamic_slicing():
 def test_max_and_min_reductions_keep_nan(fun):
     # onnxruntime's ReduceMax/ReduceMin skip NaNs; the export must not
     check_onnx(fun, fg.tensor(np.array([1.0, np.nan, 3.0, 0.5], np.float32)))
+
+
+def test_bool_scatter_min_max_run_in_onnx_runtime():
+    # ORT's ScatterND has no bool min/max kernel: the model passed the checker, then failed
+    x = fg.tensor(np.array([True, True, False]))
+    check_onnx(lambda x: x.at[0].min(False), x)
+    check_onnx(lambda x: x.at[fg.tensor([2, 2])].max(fg.tensor([True, False])), x)
+
+
+def test_integer_sums_wrap_on_overflow_as_funcgrad():
+    # ORT's int32 ReduceSum saturated at 2**31 - 1
+    check_onnx(lambda x: fnp.sum(x), fg.tensor(np.array([2**31 - 1, 1], np.int32)))
+    check_onnx(lambda x: fnp.sum(x, axis=0), fg.tensor(np.full((3, 2), 2**31 - 9, np.uint32)))
+
+
+def test_float64_tan_of_large_arguments():
+    # the Cody-Waite composition was wrong beyond |x| ~ 2e8 (tan(1e20): 0.0022, not -0.84)
+    x = fg.tensor(np.array([0.5, -3.0, 1e10, 1e15, 1e20, 1e38, np.pi / 2, 1e300]))
+    got = check_onnx(fnp.tan, x)[0]
+    np.testing.assert_allclose(got, np.tan(x.numpy()), rtol=1e-14)
