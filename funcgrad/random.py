@@ -740,7 +740,8 @@ def _two_keys(key: Tensor) -> tuple[Tensor, Tensor]:
 
 
 def _shape(name: str, shape) -> tuple:
-    if isinstance(shape, (int, np.integer)) and not isinstance(shape, bool):
+    if (isinstance(shape, (int, np.integer)) and not isinstance(shape, bool)) or (
+            isinstance(shape, Tensor) and shape.ndim == 0):  # split(key, fg.tensor(3)): JAX too
         shape = (shape,)
     try:
         shape = tuple(shape)
@@ -751,7 +752,8 @@ def _shape(name: str, shape) -> tuple:
         if isinstance(d, Tensor) and type(d) is not Tensor:
             raise TypeError(f"{name}: shape {shape} holds a traced value; shapes must be "
                             "concrete (mark the argument static under jit)")
-        if isinstance(d, bool) or not isinstance(d, (int, np.integer, Tensor)):
+        if isinstance(d, bool) or not isinstance(d, (int, np.integer, Tensor)) or (
+                isinstance(d, Tensor) and not dtypes.is_integer(d.dtype)):
             raise TypeError(f"{name}: shape must be a tuple of ints, got {shape!r}")
         d = int(d)
         if d < 0:

@@ -174,6 +174,11 @@ def test_split_num_as_shape():
     assert keys.shape == (2, 3, 2)
     np.testing.assert_array_equal(keys.numpy().reshape(6, 2),
                                   random.split(random.key(0), 6).numpy())
+    # a concrete 0-d integer tensor counts as its int (as JAX); a float one is refused
+    assert random.split(random.key(0), fg.tensor(3)).tolist() == \
+        random.split(random.key(0), 3).tolist()
+    with pytest.raises(TypeError, match="shape must be a tuple of ints"):
+        random.split(random.key(0), fg.tensor(2.0))
 
 
 def test_split_keys_independent():

@@ -27,6 +27,7 @@ from funcgrad.numpy._util import (
     broadcast_shapes,
     broadcast_to,
     normalize_axis,
+    promote,
 )
 
 _INT_TYPES = (int, np.integer)
@@ -46,6 +47,47 @@ def _is_traced(x) -> bool:
     return isinstance(x, Tensor) and type(x) is not Tensor
 
 
+def _is_scalar_bool(item) -> bool:
+    return isinstance(item, (bool, np.bool_)) or (
+        isinstance(item, (np.ndarray, Tensor)) and item.ndim == 0 and item.dtype == np.bool_)
+
+
+def _with_scalar_bools(x, index, fill, mode):
+    """``x[index]`` for an index holding 0-d booleans beside other entries, as NumPy: they
+    act as one index array of shape (1,) (all True) or (0,), a new axis where the first
+    stands, or in front when other entries separate them.  Not beside index arrays."""
+    if any(isinstance(i, (list, np.ndarray, Tensor)) and not _is_scalar_bool(i)
+           for i in index):
+        raise TypeError("a 0-d boolean beside index arrays is not supported; index with "
+                        "the arrays and add the axis with None (True) or an empty slice")
+    if any(isinstance(i, Tensor) and _is_traced(i) for i in index if _is_scalar_bool(i)):
+        raise TypeError("indexing with a traced 0-d boolean: the result's shape depends on "
+                        "its value; use fnp.where(cond, x, y)")
+    where = [k for k, i in enumerate(index) if _is_scalar_bool(i)]
+    length = int(all(bool(np.asarray(index[k])) for k in where))
+    first = where[0]
+    rest = tuple(i for k, i in enumerate(index) if k not in where[1:])
+    out = getitem(x, tuple(None if k == first else i for k, i in enumerate(rest)), fill,
+                  mode)
+    consumed = sum(1 for i in rest if i is not Ellipsis and i is not None and
+                   not _is_scalar_bool(i))
+    position = 0  # the output axis of the first bool
+    for item in rest[:first]:
+        if item is Ellipsis:
+            position += x.ndim - consumed
+        elif item is None or isinstance(item, slice):
+            position += 1
+    cut = [slice(None)] * out.ndim
+    cut[position] = slice(0, length)
+    out = getitem(out, tuple(cut))
+    adjacent = where == list(range(first, first + len(where)))
+    if adjacent:
+        return out
+    from funcgrad.numpy._shape import moveaxis
+
+    return moveaxis(out, position, 0)
+
+
 def _expand_entries(index, ndim):
     """The index as a list of entries (None, int, slice, _Advanced), Ellipsis expanded and
     boolean masks turned into integer arrays."""
@@ -54,9 +96,6 @@ def _expand_entries(index, ndim):
     for item in index:
         if item is None or item is Ellipsis or isinstance(item, slice):
             entries.append(item)
-        elif isinstance(item, bool) or isinstance(item, np.bool_):
-            raise TypeError("a Python bool among other indices is not supported; index "
-                            "with the bool alone (x[True] adds an axis) or use None")
         elif isinstance(item, _INT_TYPES):
             entries.append(int(item))
         elif isinstance(item, (list, tuple, np.ndarray, Tensor)):
@@ -110,7 +149,7 @@ def _normalized_indices(value, size, axis, mode=None):
     (``mode=None``), clamped into range (``"clip"``) or left out of range (``"fill"``,
     for the caller's mask)."""
     if not _is_traced(value):
-        arr = np.asarray(value)
+        arr = np.asarray(value).astype(np.int64)  # uint8 + size 300 overflowed
         if mode is None and arr.size and (arr.min() < -size or arr.max() >= size):
             bad = arr[(arr < -size) | (arr >= size)].flat[0]
             raise IndexError(f"index {bad} is out of bounds for axis {axis} with size {size}")
@@ -157,7 +196,7 @@ def getitem(x, index, fill=None, mode=None):
             except IndexError:
                 pass  # out of range, too many indices: the message below names the axis
     x = asarray(x)
-    if isinstance(index, (bool, np.bool_)):
+    if _is_scalar_bool(index) and not isinstance(index, Tensor):
         index = asarray(np.bool_(index))
     if isinstance(index, Tensor) and index.ndim == 0 and index.dtype == dtypes.bool_:
         # a 0-d mask, as NumPy: a new leading axis of length 1 (True) or 0 (False)
@@ -165,6 +204,8 @@ def getitem(x, index, fill=None, mode=None):
             raise TypeError("indexing with a traced 0-d boolean: the result's shape depends "
                             "on its value; use fnp.where(cond, x, y)")
         return getitem(st.reshape(x, (1, *x.shape)), slice(0, int(bool(index))))
+    if isinstance(index, tuple) and any(_is_scalar_bool(i) for i in index):
+        return _with_scalar_bools(x, index, fill, mode)
     entries = _expand_entries(index, x.ndim)
     if mode is None and fill is None:
         x, entries = _scalar_indices_as_slices(x, entries)
@@ -460,6 +501,14 @@ def _scattered_factors(x, index, values, method, mode):
 
 def _update(x, index, values, mode, index_mode=None):
     x = asarray(x)
+    if mode in ("add", "mul") and x.dtype != dtypes.bool_:
+        # as JAX: combined in the promoted dtype, then cast back (an int32 tensor's
+        # .at[:].mul(1.5) scales [3, 10] to [4, 15], not by 1)
+        _, wide = promote(f"at[].{mode}", x, values)
+        if wide.dtype != x.dtype:
+            out = _update(ew.convert_element_type(x, wide.dtype), index, wide, mode,
+                          index_mode)
+            return ew.convert_element_type(out, x.dtype)
     if index_mode is None and _combines_by_window(mode, x.dtype):
         updated = _update_window(x, index, values, mode)
         if updated is not None:
@@ -505,6 +554,8 @@ def _update_window(x, index, values, mode):
     (``x.at[i].set(v)`` in a loop): in place when compiled, where a scatter copies the whole
     array.  A traced index out of range leaves ``x`` as it is (JAX drops such updates).
     None otherwise."""
+    if any(_is_scalar_bool(i) for i in (index if isinstance(index, tuple) else (index,))):
+        return None  # the new axis of a 0-d bool: getitem's
     entries = _expand_entries(index, x.ndim)
     traced = [e for e in entries if isinstance(e, _Advanced) and _is_traced(e.value)]
     if not traced or any(e is None or (isinstance(e, _Advanced) and (

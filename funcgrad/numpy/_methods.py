@@ -11,6 +11,7 @@ from sys import getrefcount
 import numpy as np
 
 from funcgrad import numpy as fnp
+from funcgrad.core import dtypes
 from funcgrad.core import interpreter as _interp
 from funcgrad.core import reuse
 from funcgrad.core.prims import elementwise as ew
@@ -143,8 +144,22 @@ def _transpose(self, *axes):
     return fnp.transpose(self, axes)
 
 
-def _astype(self, dtype):
-    return _util.asarray(self, dtype)
+def _astype(self, dtype, copy: bool = False, device=None):
+    """``Tensor.astype``; JAX's ``copy`` changes nothing (tensors are immutable) and
+    ``device`` moves the result as ``.to(device)``."""
+    out = _util.asarray(self, dtype)
+    return out if device is None else out.to(device)
+
+
+def _round_builtin(self, ndigits=None):
+    """Python's ``round``: an integer tensor without ``ndigits`` (as JAX), else the
+    dtype kept."""
+    if ndigits is not None:
+        return fnp.round(self, ndigits)
+    rounded = fnp.round(self)
+    if not dtypes.is_float(rounded.dtype):
+        return rounded
+    return rounded.astype(dtypes.int64 if rounded.dtype.itemsize == 8 else dtypes.int32)
 
 
 _METHODS = {
@@ -170,7 +185,7 @@ _METHODS = {
     "ravel": fnp.ravel,
     "clip": fnp.clip,
     "round": fnp.round,
-    "__round__": lambda self, ndigits=None: fnp.round(self, ndigits or 0),
+    "__round__": _round_builtin,
     "abs": fnp.abs,
     "exp": fnp.exp,
     "log": fnp.log,

@@ -687,5 +687,47 @@ def test_a_lone_python_bool_index_adds_an_axis_as_numpy():
     assert x[True].shape == (1, 3) and x[False].shape == (0, 3)
     assert x[np.True_].shape == (1, 3)
     np.testing.assert_array_equal(x[True].numpy(), np.float32([1, 2, 3])[True])
-    with pytest.raises(TypeError, match="bool among other indices"):
-        x[None, True]
+
+
+
+def test_zero_d_bools_among_other_indices_act_as_numpy():
+    # a 0-d bool inside a tuple raised (NumPy's nonzero of a 0-d array); several act as one
+    # index array of shape (1,) or (0,): where the first stands, or in front if separated
+    x = np.arange(24.0).reshape(2, 3, 4)
+    t = fg.tensor(x)
+    for index in [(Ellipsis, True), (None, np.True_), (0, False, slice(1, 3)),
+                  (slice(None), True, Ellipsis, False), (True, slice(None), True),
+                  (np.array(True), 1, Ellipsis), (1, None, True, slice(None, None, -1))]:
+        np.testing.assert_array_equal(t[index].numpy(), x[index])
+        as_tensors = tuple(fg.tensor(i) if isinstance(i, (bool, np.bool_)) else i
+                           for i in index)
+        assert t[as_tensors].shape == x[index].shape
+    y = fg.tensor([1.0, 2.0])
+    assert y.at[fg.tensor(True)].set(0.0).tolist() == [0.0, 0.0]
+    assert y.at[..., np.array(False)].set(5.0).tolist() == [1.0, 2.0]
+    assert fg.grad(lambda y: (y[..., True] * 3).sum())(y).tolist() == [3.0, 3.0]
+    with pytest.raises(TypeError, match="beside index arrays is not supported"):
+        y[fg.tensor([0]), True]
+
+
+def test_narrow_integer_index_arrays_on_long_axes():
+    # negative indices were wrapped in the index's own dtype: uint8 + 300 overflowed
+    x = fg.arange(300.0)
+    assert x[np.array([5, 255], np.uint8)].tolist() == [5.0, 255.0]
+    assert x[np.array([-100], np.int8)].tolist() == [200.0]
+    assert x.at[np.array([5], np.uint8)].set(0.0).numpy()[5] == 0.0
+
+
+def test_at_add_and_mul_combine_in_the_promoted_dtype_as_jax():
+    # float values on an int tensor were cast to int first (mul(1.5) multiplied by 1)
+    x = fg.tensor(np.array([3, 10], np.int32))
+    assert x.at[:].mul(1.5).tolist() == [4, 15] and x.at[:].mul(1.5).dtype == fg.int32
+    assert x.at[1].add(fg.tensor(np.float32(-0.5))).tolist() == [3, 9]
+    assert fg.jit(lambda x: x.at[:].mul(1.5))(x).tolist() == [4, 15]
+
+
+def test_builtin_round_gives_an_integer_and_astype_takes_jax_keywords():
+    assert round(fg.tensor(2.5)).dtype == fg.int32 and round(fg.tensor(2.5)).item() == 2
+    assert round(fg.tensor(np.float64(3.7))).dtype == fg.int64
+    assert round(fg.tensor(2.567), 1).dtype == fg.float32
+    assert fg.tensor([1.0]).astype("float64", copy=False).dtype == fg.float64
