@@ -11,9 +11,8 @@ from sys import getrefcount
 import numpy as np
 
 from funcgrad import numpy as fnp
-from funcgrad.core import dtypes
+from funcgrad.core import dtypes, reuse
 from funcgrad.core import interpreter as _interp
-from funcgrad.core import reuse
 from funcgrad.core.prims import elementwise as ew
 from funcgrad.core.tensor import Tensor, wrap
 from funcgrad.numpy import _indexing, _util
