@@ -496,7 +496,7 @@ def rms_norm(input, normalized_shape, weight=None, eps: float | None = None) -> 
     input = _float(input)
     axes = _normalized_axes("rms_norm", input, normalized_shape)
     if eps is None:
-        eps = float(np.finfo(input.dtype).eps)
+        eps = float(dtypes.finfo(input.dtype).eps)
     y = input * ew.rsqrt(fnp.mean(fnp.square(input), axis=axes, keepdims=True) + eps)
     if weight is not None:
         y = y * asarray(weight).astype(y.dtype)

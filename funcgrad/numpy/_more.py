@@ -557,7 +557,7 @@ def polydiv(u, v, *, trim_leading_zeros: bool = False):
         remainder = remainder.at[k:k + n + 1].add(-d * v)
     q = shp.stack(quotient) if quotient else cre.zeros((1,), u.dtype)
     if trim_leading_zeros:
-        tolerance = float(np.sqrt(np.finfo(u.dtype).eps))
+        tolerance = float(np.sqrt(dtypes.finfo(u.dtype).eps))
         remainder = _trim_leading("polydiv", "u or v", remainder, tolerance)
     return q, remainder
 

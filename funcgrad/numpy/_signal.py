@@ -238,7 +238,7 @@ def interp(x, xp, fp, left=None, right=None, period=None):
         df = take(fp, i) - take(fp, i - 1)
         dx = take(xp, i) - take(xp, i - 1)
         delta = x - take(xp, i - 1)
-        eps = np.spacing(np.finfo(xp.dtype).eps)
+        eps = np.spacing(dtypes.finfo(xp.dtype).eps)
         tiny = elt.abs(dx) <= eps  # equal xp: no division, no NaN gradient
         f = elt.where(tiny, take(fp, i - 1),
                       take(fp, i - 1) + delta / elt.where(tiny, 1, dx) * df)
@@ -749,7 +749,7 @@ def polyfit(x, y, deg, rcond=None, full: bool = False, w=None, cov: bool = False
         raise TypeError(f"polyfit: x and y must have the same length, got {x.shape[0]} and "
                         f"{y.shape[0]}")
     if rcond is None:
-        rcond = x.shape[0] * float(np.finfo(x.dtype).eps)
+        rcond = x.shape[0] * float(dtypes.finfo(x.dtype).eps)
     powers = asarray(np.arange(deg, -1, -1), x.dtype)
     lhs = x[:, None] ** powers[None, :]  # the Vandermonde matrix
     rhs = y

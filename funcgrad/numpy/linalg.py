@@ -494,7 +494,7 @@ def multi_dot(arrays):
 
 
 def _default_rtol(a):
-    return 10 * max(a.shape[-2:]) * float(np.finfo(a.dtype).eps)
+    return 10 * max(a.shape[-2:]) * float(dtypes.finfo(a.dtype).eps)
 
 
 def pinv(a, rtol=None, hermitian: bool = False, *, rcond=None):
@@ -543,7 +543,7 @@ def lstsq(a, b, rcond=None):
         raise ValueError(f"lstsq: a must be (m, n) and b (m,) or (m, k) with the same m, got "
                          f"shapes {a.shape} and {b.shape}")
     m, n = a.shape
-    rtol = float(np.finfo(a.dtype).eps) * max(m, n) if rcond is None else rcond
+    rtol = float(dtypes.finfo(a.dtype).eps) * max(m, n) if rcond is None else rcond
     s = svd(a, compute_uv=False)
     x = matmul(pinv(a, rtol=rtol), b)
     rank = _reductions.sum(s > rtol * _reductions.max(s, initial=0), axis=-1)

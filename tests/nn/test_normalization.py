@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 import funcgrad as fg
+import funcgrad.nn.functional as F
 from funcgrad import nn, tree
 from funcgrad.test_util import check_grads
 
@@ -54,6 +55,15 @@ def test_rms_norm_eps_none_is_machine_epsilon(dtype):
     got = rms(fg.tensor(x))
     assert got.dtype == dtype
     np.testing.assert_allclose(got, want, rtol=1e-5 if dtype == fg.float32 else 1e-12)
+
+
+def test_rms_norm_eps_none_in_bfloat16():
+    # np.finfo does not know bfloat16: "data type bfloat16 not inexact"
+    x = fg.tensor([[1.0, -2.0, 3.0, 0.5]]).astype(fg.bfloat16)
+    got = F.rms_norm(x, (4,))
+    assert got.dtype == fg.bfloat16
+    want = x.numpy().astype(np.float64) / np.sqrt((x.numpy().astype(np.float64) ** 2).mean())
+    np.testing.assert_allclose(got.astype(fg.float64).numpy(), want, rtol=1e-2)
 
 
 def np_batch_norm(x, running_mean, running_var, count, weight, bias, eps, momentum):
