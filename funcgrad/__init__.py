@@ -57,6 +57,7 @@ from funcgrad.transforms.batching import vmap
 from funcgrad.transforms.control_flow import cond, fori_loop, scan, switch, while_loop
 from funcgrad.transforms.custom import (
     checkpoint,
+    checkpoint_policies,
     custom_jvp,
     custom_vjp,
     remat,
@@ -108,13 +109,13 @@ def block_until_ready(tree):
 from funcgrad.core import devices as _devices
 
 __all__ = [
-    "Device", "Tensor", "arange", "asarray", "bfloat16", "block_until_ready", "bool_", "checkpoint",
-    "clear_caches", "complex64", "complex128", "cond", "config", "custom_jvp", "custom_vjp",
-    "data", "debug", "device", "device_put", "devices", "empty", "empty_like", "export",
-    "eye", "finfo", "float16", "float32", "float64", "fori_loop", "full", "full_like",
-    "grad", "hessian", "iinfo", "int8", "int16", "int32", "int64", "jacfwd", "jacrev", "jit",
-    "jvp", "linearize", "linspace", "load", "make_ir", "nn", "numpy", "ones", "ones_like",
-    "optim", "promote_types", "random", "remat", "result_type", "save", "scan",
+    "Device", "Tensor", "arange", "asarray", "bfloat16", "block_until_ready", "bool_",
+    "checkpoint", "checkpoint_policies", "clear_caches", "complex64", "complex128", "cond",
+    "config", "custom_jvp", "custom_vjp", "data", "debug", "device", "device_put", "devices",
+    "empty", "empty_like", "export", "eye", "finfo", "float16", "float32", "float64", "fori_loop",
+    "full", "full_like", "grad", "hessian", "iinfo", "int8", "int16", "int32", "int64", "jacfwd",
+    "jacrev", "jit", "jvp", "linearize", "linspace", "load", "make_ir", "nn", "numpy", "ones",
+    "ones_like", "optim", "promote_types", "random", "remat", "result_type", "save", "scan",
     "stop_gradient", "switch", "tensor", "tree", "uint8", "uint16", "uint32", "uint64",
     "value_and_grad", "vjp", "vmap", "while_loop", "zeros", "zeros_like",
 ]

@@ -14,7 +14,7 @@ import inspect
 from funcgrad.core import dtypes
 from funcgrad.core import interpreter as _interp
 from funcgrad.core.abstract import ShapedArray, aval_of
-from funcgrad.core.ir import eval_ir
+from funcgrad.core.ir import IR, Var, eval_ir
 from funcgrad.core.primitive import Primitive, UndefinedPrimal
 from funcgrad.core.prims.structural import broadcast_in_dim, moveaxis
 from funcgrad.core.tensor import Tensor, wrap
@@ -511,17 +511,64 @@ custom_lin_p.batch = _custom_lin_batch
 checkpoint_p = Primitive("checkpoint", multiple_results=True)
 
 
+class checkpoint_policies:  # noqa: N801  (JAX's name)
+    """JAX's save policies for ``checkpoint(fun, policy=...)``: which intermediates of
+    ``fun`` the backward pass keeps instead of recomputing.  Each is a predicate on an
+    equation of the traced ``fun`` (those computable from its inputs alone)."""
+
+    @staticmethod
+    def nothing_saveable(eqn) -> bool:
+        """Recompute everything (the default)."""
+        return False
+
+    @staticmethod
+    def everything_saveable(eqn) -> bool:
+        """Keep every intermediate (as without checkpoint)."""
+        return True
+
+    @staticmethod
+    def dots_saveable(eqn) -> bool:
+        """Keep the results of matrix products (dot_general); recompute the rest."""
+        return eqn.prim.name == "dot_general"
+
+    @staticmethod
+    def dots_with_no_batch_dims_saveable(eqn) -> bool:
+        """Keep the results of matrix products without batch dimensions."""
+        return eqn.prim.name == "dot_general" and not eqn.params["dimension_numbers"][1][0]
+
+    checkpoint_dots = dots_saveable
+    checkpoint_dots_with_no_batch_dims = dots_with_no_batch_dims_saveable
+
+
+_POLICY_NAMES = ("nothing_saveable", "everything_saveable", "dots_saveable",
+                 "dots_with_no_batch_dims_saveable")
+
+
+def _policy_name(policy) -> str:
+    """The name a checkpoint_p equation carries for ``policy`` (a name keeps jit's cache
+    keys stable across processes)."""
+    if policy is None:
+        return "nothing_saveable"
+    name = getattr(policy, "__name__", policy)
+    ours = name in _POLICY_NAMES and (policy == name or
+                                      getattr(checkpoint_policies, name) is policy)
+    if not ours:
+        raise NotImplementedError(
+            f"checkpoint: policy {policy!r} is not supported; use one of "
+            f"fg.checkpoint_policies.{{{', '.join(_POLICY_NAMES)}}}")
+    return name
+
+
 def checkpoint(fun, prevent_cse: bool = True, policy=None, static_argnums=()):
     """``fun`` whose intermediates reverse mode recomputes instead of storing (remat);
     arguments at ``static_argnums`` are Python values (not traced), as in JAX.
+    ``policy`` (``fg.checkpoint_policies.dots_saveable``, ...) names intermediates to keep.
 
     >>> f = fg.checkpoint(lambda x: fnp.sin(fnp.sin(x)))
     >>> fg.grad(f)(fg.tensor(1.0))
     tensor(0.36003..., dtype=float32)
     """
-    if policy is not None:
-        raise NotImplementedError("checkpoint: save policies are not supported; everything "
-                                  "is recomputed")
+    policy = _policy_name(policy)
 
     static = {static_argnums} if isinstance(static_argnums, int) else set(static_argnums)
 
@@ -543,7 +590,7 @@ def checkpoint(fun, prevent_cse: bool = True, policy=None, static_argnums=()):
         if _eager_values(flat_in):
             return fun(*args, **kwargs)
         ir, consts, flat, in_tree, out_tree = _trace_closed(call, dynamic)
-        outs = checkpoint_p.bind(*consts, *flat, call=ir)
+        outs = checkpoint_p.bind(*consts, *flat, call=ir, policy=policy)
         return tree_unflatten(out_tree, outs)
 
     return wrapped
@@ -552,46 +599,81 @@ def checkpoint(fun, prevent_cse: bool = True, policy=None, static_argnums=()):
 remat = checkpoint
 
 
-def _checkpoint_jvp(primals, tangents, *, call):
+def _checkpoint_jvp(primals, tangents, *, call, policy):
     nonzero = [t is not None for t in tangents]
     new, out_nonzero = jvp_ir(call, nonzero, instantiate=False)
     n_out = len(call.outputs)
-    outs = checkpoint_p.bind(*primals, *[t for t in tangents if t is not None], call=new)
+    outs = checkpoint_p.bind(*primals, *[t for t in tangents if t is not None], call=new,
+                             policy=policy)
     it = iter(outs[n_out:])
     return outs[:n_out], [next(it) if nz else None for nz in out_nonzero]
 
 
-def _checkpoint_batch(axis_size, args, dims, *, call):
+def _checkpoint_batch(axis_size, args, dims, *, call, policy):
     moved = [
         _to_front(a, d, axis_size) if d is not None else a for a, d in zip(args, dims, strict=False)
     ]
     new, out_batched = batch_ir(call, axis_size, [d is not None for d in dims],
                                 instantiate=False)
-    outs = checkpoint_p.bind(*moved, call=new)
+    outs = checkpoint_p.bind(*moved, call=new, policy=policy)
     return outs, [0 if b else None for b in out_batched]
 
 
 def _checkpoint_partial_eval(trace, args, params):
-    call = params["call"]
+    call, policy = params["call"], params["policy"]
     unknowns = [trace.is_own(a) for a in args]
-    (known_ir, known_consts), _, out_unknowns, sources = partial_eval_ir(call, unknowns)
+    saved = _saved_by_policy(call, unknowns, getattr(checkpoint_policies, policy))
+    n_out = len(call.outputs)
+    # the kept intermediates become extra (known) outputs of the call
+    extended = IR(call.in_vars, call.equations, call.outputs + saved, call.const_vars,
+                  call.consts)
+    (known_ir, known_consts), _, out_unknowns, sources = partial_eval_ir(extended, unknowns)
     n_known = out_unknowns.count(False)
     known_args = [a for a, u in zip(args, unknowns, strict=False) if not u]
     with _interp.using(trace.parent):
         known_outs = eval_ir(known_ir, *known_consts, *known_args)[:n_known]
-    # the recorded part recomputes from the inputs instead of saving intermediates
+    if any(out_unknowns[n_out:]):  # not all computable now after all: keep nothing
+        return _checkpoint_partial_eval(trace, args, dict(params, policy="nothing_saveable"))
+    kept = known_outs[n_known - len(saved):]
+    known_outs = known_outs[:n_known - len(saved)]
+    out_unknowns = out_unknowns[:n_out]
+    # the recorded part recomputes from the inputs what the policy did not keep
     from funcgrad.transforms.control_flow import _select_outputs
 
-    recompute = _select_outputs(call, out_unknowns)
+    recompute = _select_outputs(_reading_saved(call, saved), out_unknowns)
     unknown_avals = [
         a.strip_weak() for a, u in zip(call.out_avals, out_unknowns, strict=False) if u
     ]
-    unknown_outs = trace.stage(checkpoint_p, list(args), dict(call=recompute), unknown_avals)
+    unknown_outs = trace.stage(checkpoint_p, list(args) + list(kept),
+                               dict(call=recompute, policy=policy), unknown_avals)
     known_it, unknown_it = iter(known_outs), iter(unknown_outs)
     return [next(unknown_it) if u else next(known_it) for u in out_unknowns]
 
 
-def _checkpoint_transpose(cts, *args, call):
+def _saved_by_policy(call: IR, unknowns, policy) -> list:
+    """The outputs of ``call``'s top-level equations that ``policy`` keeps, among those
+    computable from its known inputs (the primal part of a JVP)."""
+    unknown_vars = {v for v, u in zip(call.in_vars, unknowns, strict=True) if u}
+    saved = []
+    for eqn in call.equations:
+        if any(isinstance(v, Var) and v in unknown_vars for v in eqn.inputs):
+            unknown_vars.update(eqn.outputs)
+        elif policy(eqn):
+            saved.extend(v for v in eqn.outputs if v not in saved)
+    return saved
+
+
+def _reading_saved(call: IR, saved) -> IR:
+    """``call`` taking the ``saved`` values as extra last inputs instead of computing them."""
+    if not saved:
+        return call
+    kept = set(saved)
+    equations = [e for e in call.equations if not any(v in kept for v in e.outputs)]
+    return IR(call.in_vars + list(saved), equations, call.outputs, call.const_vars,
+              call.consts)
+
+
+def _checkpoint_transpose(cts, *args, call, policy):
     linear = [isinstance(a, UndefinedPrimal) for a in args]
     cts = [
         zeros_for(a.strip_weak()) if c is None else c
@@ -605,7 +687,8 @@ def _checkpoint_transpose(cts, *args, call):
 
 
 checkpoint_p.impl = _impl_via_ir
-checkpoint_p.abstract_eval = lambda *args, call: [a.strip_weak() for a in call.out_avals]
+checkpoint_p.abstract_eval = lambda *args, call, policy: [
+    a.strip_weak() for a in call.out_avals]
 checkpoint_p.jvp = _checkpoint_jvp
 checkpoint_p.batch = _checkpoint_batch
 checkpoint_p.partial_eval = _checkpoint_partial_eval

@@ -131,6 +131,36 @@ def test_checkpoint_matches_plain_gradients_and_recomputes():
     assert ir.count("= sin a") >= 2
 
 
+def _two_layers(x, w1, w2):
+    h = fnp.tanh(x @ w1)
+    return fnp.sin(h @ w2) * h
+
+
+@pytest.mark.parametrize("policy", ["nothing_saveable", "everything_saveable",
+                                    "dots_saveable", "dots_with_no_batch_dims_saveable"])
+def test_checkpoint_policies_keep_what_they_name(policy):
+    # JAX's policies; was NotImplementedError for any policy
+    rng = np.random.default_rng(0)
+    x, w1, w2 = (fg.tensor(rng.standard_normal(s)) for s in ((4, 8), (8, 8), (8, 8)))
+    block = fg.checkpoint(_two_layers, policy=getattr(fg.checkpoint_policies, policy))
+    loss = lambda x, w1, w2: fnp.sum(block(block(x, w1, w2), w1, w2) ** 2)  # noqa: E731
+    plain = lambda x, w1, w2: fnp.sum(_two_layers(_two_layers(x, w1, w2), w1, w2) ** 2)  # noqa: E731
+    want = fg.grad(plain, argnums=(0, 1, 2))(x, w1, w2)
+    for grad in (fg.grad(loss, argnums=(0, 1, 2)), fg.jit(fg.grad(loss, argnums=(0, 1, 2)))):
+        for g, w in zip(grad(x, w1, w2), want, strict=True):
+            np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-10)
+    check_grads(lambda x: block(x, w1, w2), (x,), order=2)
+    # 4 products forward and 8 backward; the backward pass recomputes the forward 4
+    # unless the policy keeps them
+    dots = str(fg.make_ir(fg.grad(loss))(x, w1, w2)).count("dot_general")
+    assert dots == (12 if policy == "nothing_saveable" else 8)
+
+
+def test_an_unknown_checkpoint_policy_is_named():
+    with pytest.raises(NotImplementedError, match="dots_saveable"):
+        fg.checkpoint(_two_layers, policy=lambda *args, **params: True)
+
+
 def _fori_sin(a, w):
     return fg.fori_loop(0, 3, lambda i, c: fnp.sin(c) * w, a)
 
