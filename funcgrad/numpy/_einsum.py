@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import string
 
+from funcgrad.core import dtypes
 from funcgrad.core.prims.dot import dot_general
 from funcgrad.core.prims.elementwise import convert_element_type
 from funcgrad.core.prims.reductions import reduce_sum
@@ -42,6 +43,12 @@ def einsum(subscripts, *operands, optimize="greedy", precision=None,
     if not operands:
         raise ValueError("einsum: needs at least one operand")
     operands = promote("einsum", *operands)
+    if operands[0].dtype == dtypes.bool_ and preferred_element_type is None:
+        # as NumPy: products are ANDs and sums ORs; counted in int32 (a bool reduce_sum
+        # does not exist under jit)
+        counts = einsum(subscripts, *[convert_element_type(x, dtypes.int32) for x in operands],
+                        optimize=optimize)
+        return convert_element_type(counts, dtypes.bool_)
     if preferred_element_type is not None:
         # accumulate in the wider type (int8 products summed in int32), not cast afterwards
         operands = [convert_element_type(x, preferred_element_type) for x in operands]

@@ -659,3 +659,33 @@ def test_gradient_of_an_indexed_set_in_nested_scans_compiles():
                                rtol=1e-12)
     np.testing.assert_allclose(fg.jit(fg.grad(f))(x).numpy(), fg.grad(f)(x).numpy(),
                                rtol=1e-12)
+
+
+def test_bool_products_are_ors_of_ands_under_jit():
+    # an i1 contraction summed modulo 2: entries where two products met came out False
+    m = fg.tensor(np.array([[True, True], [False, True]]))
+    fun = lambda m: ((m @ m.T).astype(fg.int32), fnp.einsum("ij->j", m),  # noqa: E731
+                     fnp.einsum("ij,kj->ik", m, m))
+    for got, want in zip(fg.jit(fun)(m), fun(m), strict=True):
+        assert got.dtype == want.dtype and got.tolist() == want.tolist()
+    assert fun(m)[0].tolist() == [[1, 1], [1, 1]]
+
+
+def test_uint8_converted_to_float_feeds_a_matmul_unsigned():
+    # IREE 3.13 folded the uint8 -> float32 convert into the matmul as a signed extension
+    x = fg.tensor(np.array([[3, 254, 0, 7], [200, 1, 2, 255]], np.uint8))
+    w = fg.tensor(np.ones((4, 3), np.float32))
+    got = fg.jit(lambda x, w: x.astype(fg.float32) @ w)(x, w)
+    np.testing.assert_array_equal(got.numpy(), np.full((2, 3), [[264.0], [458.0]]))
+    np.testing.assert_allclose(fg.jit(fnp.fft.rfft)(x[0]).numpy(),
+                               np.fft.rfft(x[0].numpy().astype(np.float64)), atol=1e-4)
+
+
+@pytest.mark.parametrize("dtype", [fg.complex64, fg.complex128])
+def test_real_to_complex_converts_under_jit(dtype):
+    # IREE 3.13's int -> complex128 convert gave a constant-folded linspace imaginary parts
+    got = fg.jit(lambda: fnp.linspace(0, 1, 5, dtype=dtype))()
+    np.testing.assert_array_equal(got.numpy(), np.linspace(0, 1, 5).astype(dtype))
+    x = fg.tensor(np.array([3, 254, 7], np.uint8))
+    np.testing.assert_array_equal(fg.jit(lambda x: x.astype(dtype) * 1j)(x).numpy(),
+                                  np.array([3j, 254j, 7j], dtype))

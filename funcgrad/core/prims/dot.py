@@ -226,6 +226,16 @@ def dot_general(lhs, rhs, dimension_numbers, preferred_element_type=None):
                               preferred_element_type=preferred_element_type)
 
 
+def _bool_dot(lhs, rhs, *, dimension_numbers, preferred_element_type=None):
+    """A bool contraction: the int32 count of true products, then whether it is nonzero."""
+    from funcgrad.core.prims import elementwise as ew
+
+    counts = dot_general_p.bind(ew.convert_element_type(lhs, dtypes.int32),
+                                ew.convert_element_type(rhs, dtypes.int32),
+                                dimension_numbers=dimension_numbers)
+    return ew.convert_element_type(counts, dtypes.bool_)
+
+
 def _lower_dot_general(ctx, args, in_avals, out_avals, *, dimension_numbers,
                        preferred_element_type=None):
     (lc, rc), (lb, rb) = dimension_numbers
@@ -249,6 +259,14 @@ def _lower_dot_general(ctx, args, in_avals, out_avals, *, dimension_numbers,
                                     dimension_numbers=((lc, rc), (lb, rb)),
                                     preferred_element_type=preferred_element_type)
         return ctx.op("stablehlo.reshape", [out], out_avals)
+    if lhs_aval.dtype == dtypes.bool_:
+        # OR of ANDs, as NumPy: counted in int32, then nonzero (an i1 contraction summed
+        # modulo 2: [[1, 1], [0, 1]] @ its transpose gave False where two products met)
+        from funcgrad.lowering import rules
+
+        return rules.via(_bool_dot)(ctx, args, in_avals, out_avals,
+                                    dimension_numbers=dimension_numbers,
+                                    preferred_element_type=preferred_element_type)
     if lhs_aval.dtype in _HALF_FLOATS:  # accumulate in float32 (see _dot_impl)
         wide_in = [ShapedArray(a.shape, dtypes.float32) for a in in_avals]
         wide_out = ShapedArray(out_avals[0].shape, dtypes.float32)

@@ -988,6 +988,18 @@ def _lower_convert(ctx, args, in_avals, out_avals, *, new_dtype, weak_type=False
         from funcgrad.lowering import rules
 
         (x,) = rules.fusion_barrier(ctx, [x], [src])  # see rules.fusion_barrier
+        # the real part converted, then paired with zeros: IREE 3.13's own int ->
+        # complex128 convert gave a constant-folded linspace imaginary parts of 1
+        part = ShapedArray(aval.shape, dtypes.real_dtype(aval.dtype))
+        (real,) = _lower_convert(ctx, [x], [src], [part], new_dtype=part.dtype)
+        return [ctx.op1("stablehlo.complex", [real, ctx.full(0, part)], aval.strip_weak())]
+    if src.dtype == np.uint8 and dtypes.is_inexact(aval.dtype):
+        # IREE 3.13 folds a uint8 -> float convert into a matmul that consumes it as a
+        # signed i8 extension: 254 read as -2 (x.astype(float32) @ w, rfft of uint8)
+        from funcgrad.lowering import rules
+
+        (out,) = ctx.op("stablehlo.convert", [x], out_avals)
+        return rules.fusion_barrier(ctx, [out], [aval.strip_weak()])
     if aval.dtype.kind in "iu" and dtypes.is_inexact(src.dtype):
         return [_saturating_float_to_int(ctx, x, src, aval)]
     return ctx.op("stablehlo.convert", [x], out_avals)
