@@ -689,3 +689,12 @@ def test_real_to_complex_converts_under_jit(dtype):
     x = fg.tensor(np.array([3, 254, 7], np.uint8))
     np.testing.assert_array_equal(fg.jit(lambda x: x.astype(dtype) * 1j)(x).numpy(),
                                   np.array([3j, 254j, 7j], dtype))
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int16, np.uint16])
+def test_vmap_solve_of_narrow_integers_converted_to_float_compiles(dtype):
+    # "LLVM Translation failed for operation: builtin.unrealized_conversion_cast" when the
+    # int8/int16 -> float32 convert was fused into the kernels of vmap(solve)
+    a = fg.tensor(np.array([[[7, 2, 0], [5, 5, 4], [2, 6, 1]]], dtype))
+    fun = fg.vmap(lambda a: fnp.linalg.solve(a.astype(fg.float32), a[:, 0].astype(fg.float32)))
+    np.testing.assert_allclose(fg.jit(fun)(a).numpy(), [[1.0, 0.0, 0.0]], atol=1e-5)

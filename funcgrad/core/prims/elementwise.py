@@ -993,9 +993,11 @@ def _lower_convert(ctx, args, in_avals, out_avals, *, new_dtype, weak_type=False
         part = ShapedArray(aval.shape, dtypes.real_dtype(aval.dtype))
         (real,) = _lower_convert(ctx, [x], [src], [part], new_dtype=part.dtype)
         return [ctx.op1("stablehlo.complex", [real, ctx.full(0, part)], aval.strip_weak())]
-    if src.dtype == np.uint8 and dtypes.is_inexact(aval.dtype):
+    if src.dtype.kind in "iu" and src.dtype.itemsize < 4 and dtypes.is_inexact(aval.dtype):
         # IREE 3.13 folds a uint8 -> float convert into a matmul that consumes it as a
-        # signed i8 extension: 254 read as -2 (x.astype(float32) @ w, rfft of uint8)
+        # signed i8 extension (254 read as -2: x.astype(float32) @ w, rfft of uint8), and
+        # an int8/int16 one into vmap(solve)'s kernels fails to compile ("LLVM Translation
+        # failed for operation: builtin.unrealized_conversion_cast")
         from funcgrad.lowering import rules
 
         (out,) = ctx.op("stablehlo.convert", [x], out_avals)
