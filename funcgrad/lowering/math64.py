@@ -759,7 +759,10 @@ _TWO_THIRDS = (2 / 3, float(Fraction(2, 3) - Fraction(2 / 3)))  # 2/3 as hi + lo
 def _log_double_double(a):
     """ln(a) as hi + lo to about 2**-100 relative, for finite normal ``a > 0``."""
     e = _biased_exponent(a) - 1023
-    m = a * _from_biased_exponent(1023 - e, a.dtype)  # in [1, 2), exact
+    # m = a / 2**e in [1, 2), exact; 2**-1023 is no normal float64, so a >= 2**1023 is
+    # halved first (x ** 0.5 at 1e308 was 10x too small)
+    top = ew.eq(e, full_like(e, 1023))
+    m = _where(top, a * 0.5, a) * _from_biased_exponent(_where(top, 1, 1023 - e), a.dtype)
     above = ew.gt(m, full_like(m, math.sqrt(2.0)))
     m = _where(above, m * 0.5, m)
     k = ew.convert_element_type(e, a.dtype) + _where(above, full_like(m, 1.0), 0.0)

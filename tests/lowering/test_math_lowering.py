@@ -567,3 +567,12 @@ def test_float64_fmod_is_exact_for_every_ratio():
     for _ in range(5):
         want = np.fmod(want * 3.7, 1.3)
     np.testing.assert_array_equal(fg.jit(fun)(fg.tensor(v)).numpy(), want)
+
+
+def test_float64_power_of_bases_at_and_above_two_to_the_1023():
+    # the double-double log scaled them by 2**-1023, no normal float64 (the product was
+    # garbage): 1e308 ** 0.5 came out 9.85e152
+    v = np.array([1e308, 2.0 ** 1023, np.finfo(np.float64).max, 6.7e307, 3.0, 2.0 ** -1022])
+    for y in (0.5, 1.0, -0.25):
+        got = fg.jit(lambda x, y=y: fnp.power(x, y))(fg.tensor(v)).numpy()
+        np.testing.assert_allclose(got, v ** y, rtol=4e-16)
