@@ -211,3 +211,16 @@ def test_shape_rules_reject_bad_operands(name, args, params, error):
 def test_suite_runs_with_shape_rule_checks_on():
     # tests/conftest.py turns check_avals on, so every eager primitive above was checked
     assert fg.config.check_avals is True
+
+
+def test_eager_erf_inv_is_accurate_near_plus_minus_one_and_zero():
+    # Newton on erf(x) - y cancelled to nothing near +-1 (erfinv(1 - 2**-53) was 5.456,
+    # not 5.864) and erf's 1e-16 absolute error swamped tiny y (erfinv(0) was -1e-16);
+    # values from mpmath at 40 digits
+    from funcgrad.core.prims import elementwise as ew
+
+    y = [1 - 2.0 ** -53, -(1 - 2.0 ** -52), 1 - 1e-10, 0.999, 0.5, 0.3, 1e-3, 1e-300, 0.0]
+    want = [5.8635847487551676, -5.805018683193453, 4.572824958544925, 2.3267537655135246,
+            0.4769362762044699, 0.2724627147267543, 0.0008862271574665521,
+            8.86226925452758e-301, 0.0]
+    np.testing.assert_allclose(ew.erf_inv(fg.tensor(np.array(y))).numpy(), want, rtol=2e-15)
