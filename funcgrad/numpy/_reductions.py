@@ -118,9 +118,30 @@ def _extremum(name, prim_fn, x, axis, keepdims, initial=None, where=None):
         raise ValueError(f"{name}: zero-size reduction over axis {axis} of shape {x.shape} has "
                          "no identity; pass initial=")
     y = prim_fn(x, axes)
+    if dtypes.is_complex(x.dtype) and axes:
+        y = _first_nan_or(x, axes, y)
     if initial is not None:
         y = (elt.maximum if name in ("max", "amax") else elt.minimum)(y, initial)
     return _keep(y, x.shape, axes, keepdims)
+
+
+def _first_nan_or(x, axes, y):
+    """``y`` (complex max/min over ``axes``), or the first element with a NaN part where
+    there is one, as NumPy: compiled complex max/min skipped NaN elements."""
+    from funcgrad.numpy._indexing import take_along_axis
+    from funcgrad.numpy._shape import moveaxis
+
+    kept = [d for d in range(x.ndim) if d not in axes]
+    count = 1
+    for a in axes:
+        count *= x.shape[a]
+    rows = reshape(moveaxis(x, axes, list(range(len(kept), x.ndim))),
+                   (*[x.shape[d] for d in kept], count))
+    nan = elt.isnan(elt.real(rows)) | elt.isnan(elt.imag(rows))
+    first = argmax(nan, axis=-1)
+    picked = take_along_axis(rows, reshape(first, (*first.shape, 1)), axis=-1)
+    return elt.where(reshape(any(nan, axis=-1), y.shape),
+                     reshape(picked, y.shape), y)
 
 
 def max(x, axis=None, keepdims: bool = False, initial=None, *, where=None):  # noqa: A001

@@ -435,3 +435,13 @@ def test_logsumexp_gradient_is_accurate_in_float16():
     want = fg.grad(loss)(half.astype(fg.float64)).numpy()
     got = fg.grad(loss)(half).astype(fg.float64).numpy()
     assert np.abs(got - want).max() <= 2e-3 * np.abs(want).max()
+
+
+def test_complex_max_and_min_propagate_the_first_nan_element_under_jit_too():
+    # compiled complex max/min skipped NaN elements (min of [0.5+1j, nan+2j, 3] was 3)
+    x = np.array([[0.5 + 1j, 2 + 0j, 3 + 0j], [complex(np.nan, 1), 1j, complex(2, np.nan)]])
+    for fun, ref in ((fnp.max, np.max), (fnp.min, np.min)):
+        for axis in (0, 1, None):
+            want = ref(x, axis=axis)
+            for f in (fun, fg.jit(fun, static_argnames="axis")):
+                np.testing.assert_array_equal(f(fg.tensor(x), axis=axis).numpy(), want)
