@@ -1004,7 +1004,12 @@ def complex_tan(z):
 
 def complex_sqrt(z):
     a, b = _parts(z)
-    t = ew.sqrt(0.5 * (ew.abs(a) + _hypot(a, b)))
+    # t = sqrt((|a| + |z|) / 2); near the largest finite values the sum overflows (sqrt of
+    # 3e38+0j in complex64 was inf): there t = 2 sqrt(|a| / 8 + |z / 4| / 2)
+    big = ew.gt(ew.max(ew.abs(a), ew.abs(b)),
+                full_like(a, float(dtypes.finfo(a.dtype).max) / 4))
+    scaled = 2.0 * ew.sqrt(0.125 * ew.abs(a) + 0.5 * _hypot(a * 0.25, b * 0.25))
+    t = _where(big, scaled, ew.sqrt(0.5 * (ew.abs(a) + _hypot(a, b))))
     safe_t = _where(ew.eq(t, full_like(t, 0)), full_like(t, 1.0), t)
     other = ew.abs(b) / (2.0 * safe_t)
     other = _where(ew.eq(t, full_like(t, 0)), full_like(t, 0.0), other)

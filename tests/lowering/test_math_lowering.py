@@ -576,3 +576,12 @@ def test_float64_power_of_bases_at_and_above_two_to_the_1023():
     for y in (0.5, 1.0, -0.25):
         got = fg.jit(lambda x, y=y: fnp.power(x, y))(fg.tensor(v)).numpy()
         np.testing.assert_allclose(got, v ** y, rtol=4e-16)
+
+
+@pytest.mark.parametrize("dtype,big", [(np.complex64, 3e38), (np.complex128, 1.6e308)])
+def test_complex_sqrt_near_the_largest_finite_values(dtype, big):
+    # (|a| + |z|) / 2 overflowed: sqrt(3e38+0j) in complex64 was inf under jit
+    v = np.array([big, -big + 0.5j, complex(big, big), complex(-big, -big), 4, -4j],
+                 dtype=dtype)
+    got = fg.jit(fnp.sqrt)(fg.tensor(v)).numpy()
+    np.testing.assert_allclose(got, np.sqrt(v), rtol=1e-6 if dtype == np.complex64 else 1e-14)
