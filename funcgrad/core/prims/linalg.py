@@ -158,39 +158,32 @@ def _lapack_one_by_one(batch_shape, size) -> bool:
     return math.prod(batch_shape) <= max(size, 4)
 
 
-def _per_matrix(fn, x, out_shapes):
-    """Apply a LAPACK wrapper matrix by matrix, filling NaN where it fails (as JAX does)."""
-    flat = x.reshape(math.prod(x.shape[:-2]), *x.shape[-2:])  # -1 is ambiguous when empty
-    outs = [np.full((flat.shape[0], *s), np.nan, x.dtype) for s in out_shapes]
-    for i, m in enumerate(flat):
-        try:
-            results = fn(m)
-        except np.linalg.LinAlgError:
-            continue
-        results = results if isinstance(results, tuple) else (results,)
-        for o, r in zip(outs, results, strict=True):
-            o[i] = r
-    return [o.reshape(*x.shape[:-2], *s) for o, s in zip(outs, out_shapes, strict=True)]
-
-
 def _nan_where_lapack_fails(impl):
-    """``impl`` (NumPy arrays in, a list of arrays out) run on the whole batch, or, where
-    LAPACK fails to converge (NaN or inf entries), matrix by matrix with NaN results for
-    the failing ones (as JAX) instead of raising ``LinAlgError``."""
+    """``impl`` (NumPy arrays in, an array or a list of arrays out) run on the whole
+    batch, or, where LAPACK fails (NaN or inf entries, a matrix that is not positive
+    definite), matrix by matrix with NaN results for the failing ones (as JAX) instead of
+    raising ``LinAlgError``."""
 
     def run(a, **params):
         try:
             return impl(a, **params)
         except np.linalg.LinAlgError:
             pass
+        matrices = a.reshape(math.prod(a.shape[:-2]), *a.shape[-2:])
+        # the shapes and dtypes of one matrix's results (an identity never fails)
+        template = impl(np.eye(*a.shape[-2:], dtype=a.dtype), **params)
+        single = not isinstance(template, (list, tuple))
+        failed = [np.full_like(r, np.nan) for r in ([template] if single else template)]
         rows = []
-        for m in a.reshape(math.prod(a.shape[:-2]), *a.shape[-2:]):
+        for m in matrices:
             try:
-                rows.append(impl(m, **params))
-            except np.linalg.LinAlgError:  # the shapes and dtypes of a matrix's results
-                rows.append([np.full_like(r, np.nan) for r in impl(np.zeros_like(m), **params)])
-        return [np.stack(col).reshape(*a.shape[:-2], *col[0].shape)
+                out = impl(m, **params)
+                rows.append([out] if single else out)
+            except np.linalg.LinAlgError:
+                rows.append(failed)
+        outs = [np.stack(col).reshape(*a.shape[:-2], *col[0].shape)
                 for col in zip(*rows, strict=True)]
+        return outs[0] if single else outs
 
     return run
 
@@ -201,11 +194,7 @@ cholesky_p = Primitive("cholesky", keeps_weak=False)
 
 
 def _cholesky_impl(a):
-    try:
-        out = np.linalg.cholesky(a)
-    except np.linalg.LinAlgError:
-        (out,) = _per_matrix(np.linalg.cholesky, a, [a.shape[-2:]])
-    return out.astype(a.dtype, copy=False)
+    return np.linalg.cholesky(a).astype(a.dtype, copy=False)
 
 
 def _cholesky_rule(a):
@@ -227,7 +216,8 @@ def _cholesky_jvp(primals, tangents):
     return L, _mm(L, phi)
 
 
-_declare(cholesky_p, _cholesky_impl, _cholesky_rule, _cholesky_jvp)
+_declare(cholesky_p, _nan_where_lapack_fails(_cholesky_impl), _cholesky_rule,
+         _cholesky_jvp)
 
 
 def cholesky(a):
@@ -751,11 +741,7 @@ eig_p = Primitive("eig", multiple_results=True, keeps_weak=False)
 
 def _eig_impl(a):
     complex_dtype = dtypes.complex_dtype(a.dtype)
-    try:
-        w, v = np.linalg.eig(a)
-    except np.linalg.LinAlgError:  # NaN or inf entries: NaN results for that matrix
-        w, v = _per_matrix(np.linalg.eig, a.astype(complex_dtype), [a.shape[-1:],
-                                                                    a.shape[-2:]])
+    w, v = np.linalg.eig(a)
     return [w.astype(complex_dtype, copy=False), v.astype(complex_dtype, copy=False)]
 
 
@@ -781,7 +767,7 @@ def _eig_jvp(primals, tangents):
     return [w, v], [_diagonal(m), dv]
 
 
-_declare(eig_p, _eig_impl, _eig_rule, _eig_jvp)
+_declare(eig_p, _nan_where_lapack_fails(_eig_impl), _eig_rule, _eig_jvp)
 
 
 def eig(a):
