@@ -25,6 +25,7 @@ from funcgrad.numpy import _shape as shp
 from funcgrad.numpy._indexing import searchsorted, take_along_axis
 from funcgrad.numpy._scalar_types import SCALAR_TYPES
 from funcgrad.numpy._signal import _static_int, bincount, histogram_bin_edges
+from funcgrad.numpy._statistics import no_out
 from funcgrad.numpy._util import (
     asarray,
     axis_or_flattened,
@@ -227,9 +228,7 @@ def choose(a, choices, out=None, mode: str = "raise"):
     >>> fnp.choose(fg.tensor([0, 1, 0]), [fg.tensor([1, 2, 3]), fg.tensor([10, 20, 30])])
     tensor([ 1, 20,  3], dtype=int32)
     """
-    if out is not None:
-        raise NotImplementedError("choose: the out argument is not supported (tensors are "
-                                  "immutable); use the returned tensor")
+    no_out("choose", out)
     a = asarray(a)
     if not dtypes.is_integer(a.dtype):
         raise TypeError(f"choose: a must be integers, got {a.dtype.name}")

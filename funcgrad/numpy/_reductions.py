@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import builtins
+import math
 
 from funcgrad.core import dtypes
 from funcgrad.core.prims import elementwise as ew
@@ -132,9 +133,7 @@ def _first_nan_or(x, axes, y):
     from funcgrad.numpy._shape import moveaxis
 
     kept = [d for d in range(x.ndim) if d not in axes]
-    count = 1
-    for a in axes:
-        count *= x.shape[a]
+    count = math.prod(x.shape[a] for a in axes)
     rows = reshape(moveaxis(x, axes, list(range(len(kept), x.ndim))),
                    (*[x.shape[d] for d in kept], count))
     nan = elt.isnan(elt.real(rows)) | elt.isnan(elt.imag(rows))
