@@ -40,6 +40,13 @@ class Interpreter:
             return prim.bind(*args, **params)
 
 
+def device_of(value):
+    """The device of a Tensor (traced or not); the CPU for a Python or NumPy value."""
+    from funcgrad.core.devices import CPU
+
+    return value.device if isinstance(value, Tensor) else CPU
+
+
 class LeakedTracerError(RuntimeError):
     """A tracer was used after the transformation that made it had finished."""
 

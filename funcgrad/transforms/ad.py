@@ -87,6 +87,10 @@ class JVPTracer(Tracer):
     def aval(self) -> ShapedArray:
         return self._aval
 
+    @property
+    def device(self):
+        return _interp.device_of(self.primal)  # where the (maybe traced) primal is
+
 
 class JVPInterpreter(Interpreter):
     """Runs each primitive's JVP rule on (primal, tangent) pairs."""

@@ -36,6 +36,10 @@ class BatchTracer(Tracer):
     def aval(self) -> ShapedArray:
         return self._aval
 
+    @property
+    def device(self):
+        return _interp.device_of(self.value)
+
 
 class BatchInterpreter(Interpreter):
     """Applies each primitive's batching rule (see the module docstring)."""

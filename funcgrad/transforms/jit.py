@@ -813,8 +813,10 @@ class Jitted:
             return [_default_width(self._output(o, out, k)) for k, o in enumerate(out_flat)]
 
         in_avals = [ShapedArray(*sig[:3]) for sig in avals]
+        # a GPU argument's device (its own signature entry): where the program will run
+        device = next((sig[3] for sig in avals if len(sig) > 3), None)
         program = trace_to_ir(flat_fun, in_avals, name=f"jit({self._name})",
-                              labels=self._labels(args, kwargs, static_pos))
+                              labels=self._labels(args, kwargs, static_pos), device=device)
         hoisted, consts = hoist_consts(program)
         hoisted._name = self._name
         return _Entry(hoisted, consts, store["tree"], self._name)

@@ -33,6 +33,17 @@ class IRTracer(Tracer):
     def aval(self) -> ShapedArray:
         return self.ir_var.aval
 
+    @property
+    def device(self):
+        """The device the traced program is compiled for (jit: its arguments' GPU)."""
+        return self._interp.device
+
+
+def _cpu():
+    from funcgrad.core.devices import CPU
+
+    return CPU
+
 
 def _derived_label(args):
     """Where a traced value came from, for error messages: the first labelled input."""
@@ -56,6 +67,8 @@ class TraceInterpreter(Interpreter):
         super().__init__(parent)
         self.stage_all = stage_all
         self.name = name
+        # the device the program runs on (IRTracer.device); nested traces inherit it
+        self.device = getattr(parent, "device", None) or _cpu()
         self.equations: list[Equation] = []
         self.const_vars: list[Var] = []
         self.consts: list = []
@@ -117,10 +130,14 @@ class TraceInterpreter(Interpreter):
         return IR(in_vars, self.equations, out_vars, self.const_vars, self.consts)
 
 
-def trace_to_ir(fun, in_avals, *, name: str = "make_ir", stage_all: bool = True, labels=None):
+def trace_to_ir(fun, in_avals, *, name: str = "make_ir", stage_all: bool = True, labels=None,
+                device=None):
     """Trace ``fun(*tracers) -> list of values`` into an IR with the given input avals
-    (``labels`` name the inputs in error messages)."""
+    (``labels`` name the inputs in error messages; ``device``: where the program will
+    run, what the tracers' ``.device`` reports, by default where the tracing runs)."""
     tracer = TraceInterpreter(_interp.current(), stage_all=stage_all, name=name)
+    if device is not None:
+        tracer.device = device
     labels = labels or [None] * len(in_avals)
     args = [
         tracer.new_arg(a, label and f"argument {label}")

@@ -227,6 +227,25 @@ def test_jit_retraces_when_only_the_device_changes(caplog):
     assert "device" in caplog.text and "cuda:0" in caplog.text
 
 
+def test_traced_values_report_the_device_they_compute_on():
+    # a constant placed with ``t.to(x.device)`` inside grad/vmap/jit of GPU values must go
+    # to that GPU (tracers said "cpu", and the constant then clashed with x)
+    seen = []
+
+    def loss(x):
+        seen.append(x.device)
+        labels = fg.tensor([1.0, 0.0, 2.0]).to(x.device)
+        return (x * labels).sum()
+
+    x = fg.tensor([1.0, 2.0, 3.0]).to("cuda:1")
+    assert fg.grad(loss)(x).tolist() == [1.0, 0.0, 2.0]
+    assert fg.vmap(loss)(fg.ones((2, 3)).to("cuda:1")).tolist() == [3.0, 3.0]
+    fg.jit(loss).lower(x)
+    fg.jit(fg.grad(loss)).lower(x)
+    fg.jit(loss).lower(fg.tensor([1.0, 2.0, 3.0]))  # CPU arguments: traced for the CPU
+    assert seen == [CUDA1] * 4 + [fg.device("cpu")]
+
+
 @pytest.mark.parametrize("shape", [(), (3,), (2, 3)])
 def test_contiguous_keeps_the_shape_of_gpu_arrays(shape):
     # jit hands GPU arguments to IREE through gpu.contiguous; a 0-d one came out 1-d
