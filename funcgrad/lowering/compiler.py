@@ -334,7 +334,15 @@ def _compile(module, holder: _SessionHolder, name: str, retry: bool = True) -> b
             failure = result.stderr
             crashed = "Stack dump" in failure or "PLEASE submit a bug report" in failure \
                 or "error:" not in failure
-            if not crashed:
+            workaround = _workaround_for(failure, flags)
+            if workaround is not None:
+                # a known IREE failure with a flag that avoids it (_WORKAROUNDS); the flag is
+                # kept for the later attempts
+                logger.info("iree-compile failed compiling %s; again with %s", name, workaround)
+                flags = [*flags, workaround]
+                plain, safe = [*plain, workaround], [*safe, workaround]
+                attempts = [flags, plain, safe] if retry else [flags]
+            elif not crashed:
                 # a diagnostic: the same flags would fail the same way; without the optional
                 # optimizations it may compile (threads are only given up after crashes,
                 # which can be races)
@@ -344,6 +352,28 @@ def _compile(module, holder: _SessionHolder, name: str, retry: bool = True) -> b
                         else "failed", name, result.returncode, "; retrying" if attempts else "")
     raise CompileError(f"jit: IREE failed to compile {name}:\n{_diagnostics(failure)}\n"
                        f"MLIR:\n{_truncate(text)}")
+
+
+# IREE 3.13 failures that one flag avoids, by the diagnostic's text: the module is compiled
+# again with the flag (logged at INFO).  Found by fuzzing jit on an H200:
+# - CUDA reductions whose fused body is not a plain add, sum(-x) (its combiner becomes
+#   ``acc - x``) and sum(x * c): the reduction vector-distribution pipeline cannot pad them
+#   ("failed to get neutral element", "failed to distribute"); the older pipeline can
+# - a hoisted constant read before its initializer (jit(grad) of loops carrying complex
+#   values, for CUDA): without compile-time evaluation of constant expressions
+_WORKAROUNDS = (
+    ("failed to get neutral element for reduction",
+     "--iree-codegen-llvmgpu-use-reduction-vector-distribution=false"),
+    ("op failed to distribute", "--iree-codegen-llvmgpu-use-reduction-vector-distribution=false"),
+    ("jit global source initialization order invalid", "--iree-opt-const-eval=false"),
+)
+
+
+def _workaround_for(stderr: str, flags) -> str | None:
+    """The flag of ``_WORKAROUNDS`` that avoids the failure in ``stderr``, unless ``flags``
+    hold it already."""
+    return next((flag for text, flag in _WORKAROUNDS if text in stderr and flag not in flags),
+                None)
 
 
 def _has_host_branches(mlir_text: str) -> bool:

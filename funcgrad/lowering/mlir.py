@@ -311,6 +311,8 @@ class LoweringContext:
             rules.copy_updated_values_read_elsewhere(self, block)
             if self.isolate_reductions:
                 rules.isolate_reductions(self, block)
+            if self.platform == "cuda":
+                rules.limit_kernel_inputs(self, block)
         return fn
 
 

@@ -581,3 +581,74 @@ def _attributes(op) -> dict:
 def to_complex(ctx, args, in_avals, out_avals, **params):
     """``stablehlo.complex`` of (real, imag) behind a fusion barrier (see above)."""
     return ctx.op("stablehlo.complex", fusion_barrier(ctx, args, in_avals), out_avals)
+
+
+# IREE 3.13's CUDA run-time refuses a kernel with more than 16 buffer bindings ("binding_flags
+# count 17 exceeds maximum of 16" when the module loads), and its compiler does not keep
+# under that: a fused sum of 16 arrays, or the transpose of a 4 x 4 average pool, made one.
+# A CUDA kernel here reads at most this many buffers (leaving room for its results).
+CUDA_KERNEL_INPUTS = 8
+# operations whose results IREE never fuses into a consumer's kernel: their results are
+# buffers of their own
+_MATERIALIZED = frozenset({"stablehlo.optimization_barrier", "stablehlo.while", "stablehlo.if",
+                           "stablehlo.case", "stablehlo.custom_call"})
+# operations that fuse with their consumers but not with their producers: their operands
+# are buffers (as on GPUs without aggressive fusion, IREE's dispatch formation)
+_UNFUSED_OPERANDS = frozenset({"stablehlo.dot_general", "stablehlo.convolution",
+                               "stablehlo.sort", "stablehlo.scatter", "stablehlo.fft",
+                               "stablehlo.gather", "stablehlo.dynamic_update_slice"})
+
+# operations IREE may give buffers of their own (a concatenate as copies into slices of
+# one buffer, in the transposes of scans)
+_MAYBE_MATERIALIZED = frozenset({"stablehlo.concatenate", "stablehlo.pad", "stablehlo.slice",
+                                 "stablehlo.dynamic_slice"})
+
+
+def limit_kernel_inputs(ctx, block, limit: int = CUDA_KERNEL_INPUTS) -> None:
+    """Keep every kernel IREE forms from ``block`` (and the regions of its control flow)
+    reading at most about ``limit`` buffers.  Each value's *sources* are the buffers a
+    kernel computing it by fusion could read: its own when it is materialized
+    (``_MATERIALIZED``, arguments, non-splat constants), the operands of operations that
+    do not fuse with their producers, else the union of its operands' sources (and its
+    own for ``_MAYBE_MATERIALIZED``).  An operation whose operands bring more than
+    ``limit`` sources reads its operands that have several through barriers instead."""
+    for inner in _control_flow_blocks(block):
+        sources = {}
+        for operation in list(inner.operations):
+            name = operation.name
+            if name in _MATERIALIZED or name in ("func.return", "stablehlo.return"):
+                continue  # each result its own source; returns are no kernels
+            if name == "stablehlo.constant":
+                reads = frozenset() if _is_splat_constant(operation) else \
+                    frozenset(operation.results)
+            elif name in _UNFUSED_OPERANDS:
+                reads = frozenset(x.maybe_downcast() for x in operation.operands)
+            elif name in _MAYBE_MATERIALIZED:  # counted both ways (its consumers are limited)
+                reads = _union_of_sources(sources, operation.operands).union(operation.results)
+            else:
+                reads = _union_of_sources(sources, operation.operands)
+                if len(reads) > limit:
+                    for k, operand in enumerate(list(operation.operands)):
+                        if len(_sources(sources, operand)) > 1:
+                            operation.operands[k] = _behind_barrier(
+                                ctx, operand, ctx.ir.InsertionPoint(operation))
+                    reads = _union_of_sources(sources, operation.operands)
+            for result in operation.results:
+                sources[result] = reads
+
+
+def _sources(sources: dict, value) -> frozenset:
+    value = value.maybe_downcast()
+    found = sources.get(value)
+    return found if found is not None else frozenset((value,))
+
+
+def _union_of_sources(sources: dict, values) -> frozenset:
+    return frozenset().union(*(_sources(sources, v) for v in values))
+
+
+def _is_splat_constant(operation) -> bool:
+    try:
+        return bool(getattr(operation.attributes["value"], "is_splat", False))
+    except TypeError:  # a complex constant (the bindings cannot read it)
+        return False

@@ -179,3 +179,32 @@ def test_moving_back_to_the_cpu_and_mixing_errors():
     assert x.to("cpu").device == fg.device("cpu")
     with pytest.raises(ValueError, match="cuda:0"):
         x + fg.tensor([1.0, 2.0], device="cpu")
+
+
+def test_jit_kernels_of_many_inputs_and_sums_of_negated_values_run():
+    # IREE 3.13 made kernels binding 17 buffers, which its CUDA run-time refused to load
+    # (rules.limit_kernel_inputs), and failed to compile sum(-x) and sum(x * c) for CUDA
+    # (compiler._WORKAROUNDS); found by a float16 fuzz on an H200
+    parts = [_data(64, seed=i) for i in range(20)]
+    on = [fg.tensor(p, device="cuda:0") for p in parts]
+    total = fg.jit(lambda *a: sum(a[1:], a[0]))(*on)
+    np.testing.assert_allclose(total.numpy(), np.sum(parts, axis=0), rtol=1e-5, atol=1e-5)
+    x = on[0]
+    for fun, want in ((lambda x: fnp.sum(-x), -parts[0].sum()),
+                      (lambda x: fnp.sum(x * 2.0), 2 * parts[0].sum()),
+                      (fg.grad(fnp.var), 2 * (parts[0] - parts[0].mean()) / 64)):
+        np.testing.assert_allclose(fg.jit(fun)(x).numpy(), want, rtol=1e-4, atol=1e-5)
+
+
+def test_float16_gradients_of_pooling_and_running_products_run():
+    import funcgrad.nn.functional as F
+
+    host = np.linspace(0.2, 1, 4096).reshape(4, 1024).astype(np.float16)
+    x = fg.tensor(host, device="cuda:0")
+    pool = fg.grad(lambda x: fnp.sum(F.avg_pool2d(x.reshape(1, 4, 32, 32), 4).astype(
+        np.float32)))
+    prod = fg.grad(lambda x: fnp.cumprod(x[0, :16] + 0.5)[-1].astype(np.float32))
+    for fun in (pool, prod):
+        got = fg.jit(fun)(x).astype(np.float32).numpy()
+        want = fun(fg.tensor(host.astype(np.float32))).numpy()
+        np.testing.assert_allclose(got, want, rtol=2e-2, atol=1e-3)

@@ -379,12 +379,27 @@ def _declare_lowerings():
     argmax_p.lower = _arg_lowering("GT")
     argmin_p.lower = _arg_lowering("LT")
     # running reductions lower as log-depth prefix scans built from slices and pads
-    cumsum_p.lower = _widened(cumsum_p, rules.via(
-        lambda x, *, axis, reverse: _prefix_scan(x, axis, reverse, ew.add)))
-    cumprod_p.lower = _widened(cumprod_p, rules.via(
-        lambda x, *, axis, reverse: _prefix_scan(x, axis, reverse, ew.mul)))
-    cummax_p.lower = rules.via(lambda x, *, axis, reverse: _prefix_scan(x, axis, reverse, ew.max))
-    cummin_p.lower = rules.via(lambda x, *, axis, reverse: _prefix_scan(x, axis, reverse, ew.min))
+    cumsum_p.lower = _widened(cumsum_p, _lower_prefix_scan(ew.add))
+    cumprod_p.lower = _widened(cumprod_p, _lower_prefix_scan(ew.mul))
+    cummax_p.lower = _lower_prefix_scan(ew.max)
+    cummin_p.lower = _lower_prefix_scan(ew.min)
+
+
+def _lower_prefix_scan(combine):
+    """The lowering of a running reduction as ``_prefix_scan``.  For CUDA its operand goes
+    behind a barrier first: IREE 3.13 could not compile a scan step's concatenate fused
+    with a collapsing reshape and a convert before it (cumsum of ``x.reshape(-1)`` for a
+    float16 ``x``: "'memref.copy' op write affecting operations on global resources...")."""
+    from funcgrad.lowering import rules
+
+    lower = rules.via(lambda x, *, axis, reverse: _prefix_scan(x, axis, reverse, combine))
+
+    def rule(ctx, args, in_avals, out_avals, **params):
+        if ctx.platform == "cuda":
+            args = rules.fusion_barrier(ctx, args, [a.strip_weak() for a in in_avals])
+        return lower(ctx, args, in_avals, out_avals, **params)
+
+    return rule
 
 
 def _widened(prim, rule):
