@@ -309,6 +309,21 @@ def test_compiled_gather_and_scatter_agree_with_eager_out_of_range(mode):
     np.testing.assert_array_equal(jit_s, eager_s)
 
 
+@pytest.mark.parametrize("mode", ["min", "max"])
+def test_complex_scatter_min_max_keep_nans_under_jit(mode):
+    # NaN wins as in np.minimum.at (a held NaN stays, a NaN update lands); jit kept the
+    # old value where the update was NaN (min) and replaced a held NaN (max)
+    x = np.array([1 + 1j, np.nan, 3, 2j], np.complex64)
+    u = np.array([np.nan, 0.5, 1j * np.nan, 1], np.complex64)
+    want = x.copy()
+    getattr(np, {"min": "minimum", "max": "maximum"}[mode]).at(want, [0, 1, 2, 3], u)
+    i = fg.tensor([0, 1, 2, 3])
+    fun = lambda x, u: getattr(x.at[i], mode)(u)
+    for got in (fun(fg.tensor(x), fg.tensor(u)), fg.jit(fun)(fg.tensor(x), fg.tensor(u))):
+        np.testing.assert_array_equal(np.isnan(np.asarray(got)), np.isnan(want))
+        np.testing.assert_array_equal(np.nan_to_num(np.asarray(got)), np.nan_to_num(want))
+
+
 def test_complex_scatters_compile_and_match_eager():
     # IREE 3.13 crashes on complex scatters: set/add go through (real, imag) pairs, mul,
     # min and max one update at a time; repeated and out-of-range indices included

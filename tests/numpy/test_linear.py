@@ -164,6 +164,26 @@ def test_tensordot_bad_axes_arguments():
         fnp.tensordot(fg.ones((2, 3)), fg.ones((3, 4)), axes=([5], [0]))
 
 
+def test_gradients_of_products_with_a_wider_preferred_element_type():
+    # the transpose multiplied the float64 cotangent by a float32 operand ("dot_general:
+    # dtypes float64 and float32 differ"; found compiling every primitive sample for CUDA)
+    from funcgrad.core.prims.dot import dot_general_p
+
+    a = np.arange(6.0, dtype=np.float32).reshape(2, 3)
+    b = np.arange(12.0, dtype=np.float32).reshape(3, 4)
+
+    def total(a, b):
+        out = dot_general_p.bind(a, b, dimension_numbers=(((1,), (0,)), ((), ())),
+                                 preferred_element_type=np.dtype(np.float64))
+        return (out * out).sum()
+
+    for grad in (fg.grad(total, argnums=(0, 1)), fg.jit(fg.grad(total, argnums=(0, 1)))):
+        ga, gb = grad(fg.tensor(a), fg.tensor(b))
+        assert ga.dtype == gb.dtype == fg.float32
+        np.testing.assert_allclose(ga.numpy(), 2 * (a @ b) @ b.T, rtol=1e-6)
+        np.testing.assert_allclose(gb.numpy(), 2 * a.T @ (a @ b), rtol=1e-6)
+
+
 def test_products_take_jax_precision_and_preferred_element_type():
     # int8 products accumulate in the preferred dtype instead of wrapping around
     a = fg.tensor(np.array([[100, 100]], np.int8))

@@ -161,12 +161,18 @@ def _dot_transpose(ct, lhs, rhs, *, dimension_numbers, preferred_element_type=No
     if ct is None:
         return [None, None]
     (lc, rc), (lb, rb) = dimension_numbers
+    # with a preferred_element_type the cotangent's dtype is not the operands' (float32
+    # inputs, float64 products): the known operand is widened to it for the product
     if is_undefined(lhs):
-        out = _transpose_lhs(ct, lhs.aval, rhs, dimension_numbers)
+        out = _transpose_lhs(ct, lhs.aval, _widened_to(rhs, ct.dtype), dimension_numbers)
         return [_cast(out, lhs.aval.dtype), None]
     swapped = ((rc, lc), (rb, lb))
-    out = _transpose_lhs(ct, rhs.aval, lhs, swapped, swap_ans=True)
+    out = _transpose_lhs(ct, rhs.aval, _widened_to(lhs, ct.dtype), swapped, swap_ans=True)
     return [None, _cast(out, rhs.aval.dtype)]
+
+
+def _widened_to(x, dtype):
+    return x if x.dtype == dtype else _cast(x, dtype)
 
 
 def _cast(x, dtype):

@@ -802,7 +802,9 @@ def _scatter_one_by_one(operand, indices, updates, *, axes, mode):
             return old * new
         smaller = (elt.real(new) < elt.real(old)) | (
             (elt.real(new) == elt.real(old)) & (elt.imag(new) < elt.imag(old)))
-        return elt.where(smaller if mode == "min" else ~smaller & (new != old), new, old)
+        picked = elt.where(smaller if mode == "min" else ~smaller & (new != old), new, old)
+        # NaN wins as in np.minimum/np.maximum.at: the held one, else the update
+        return elt.where(elt.isnan(old), old, elt.where(elt.isnan(new), new, picked))
 
     def step(k, x):
         index = dynamic_slice(rows, (k, 0, 0), (1, 1, indices.shape[-1]))[0]
