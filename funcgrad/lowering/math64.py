@@ -1108,6 +1108,17 @@ def complex_atanh(z):
     h = _hypot(x, y)
     re = _where(ew.gt(h, full_like(h, 1e15)), x / h / h, re)
     im = 0.5 * ew.atan2(2.0 * y, one_minus * one_plus - y * y)
+    # and 2y, y^2 overflow (atan2(inf, -inf): 3 pi / 8 for atan(3e38 + 1j) in complex64):
+    # the same angle with both arguments divided by m^2, m = max(|x|, |y|); an infinite
+    # z gives +-0 + +-i pi / 2 (the signs of x and y), as C99's catanh
+    m = ew.max(ew.abs(x), ew.abs(y))
+    big, finite = ew.gt(m, full_like(m, 1e15)), ew.is_finite(m)
+    safe = _where(finite, m, 1.0)
+    xs, ys, inv = x / safe, y / safe, 1.0 / safe
+    scaled = 0.5 * ew.atan2(2.0 * ys * inv, inv * inv - xs * xs - ys * ys)
+    signed_zero = ew.sign(y) * 0.0
+    im = _where(big, _where(finite, scaled, 0.5 * ew.atan2(signed_zero, full_like(y, -1.0))), im)
+    re = _where(big & ~finite, ew.sign(x) * 0.0, re)
     return _complex(re, im)
 
 

@@ -585,3 +585,18 @@ def test_complex_sqrt_near_the_largest_finite_values(dtype, big):
                  dtype=dtype)
     got = fg.jit(fnp.sqrt)(fg.tensor(v)).numpy()
     np.testing.assert_allclose(got, np.sqrt(v), rtol=1e-6 if dtype == np.complex64 else 1e-14)
+
+
+@pytest.mark.parametrize("dtype,big", [(np.complex64, 3e38), (np.complex128, 1.6e308)])
+def test_complex_atan_and_atanh_of_huge_and_infinite_values(dtype, big):
+    # 2y and y^2 overflowed: atan(3e38 + 1j) in complex64 was 3 pi / 8 under jit (pi / 2);
+    # infinite parts gave NaN (C99's catanh: +-0 + +-i pi / 2)
+    inf = np.inf
+    v = np.array([complex(big, 1), complex(1, big), complex(-big, big), complex(1e20, 1e20),
+                  complex(-1e16, -1), complex(inf, 1), complex(1, inf), complex(inf, inf),
+                  complex(-inf, -2), complex(0, -inf), complex(0.5, 0.3)], dtype=dtype)
+    for name in ("arctan", "arctanh"):
+        got = fg.jit(getattr(fnp, name))(fg.tensor(v)).numpy()
+        want = getattr(np, name)(v)
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-30, err_msg=name)
+        np.testing.assert_array_equal(np.signbit(got.imag), np.signbit(want.imag))
