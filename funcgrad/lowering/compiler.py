@@ -447,10 +447,16 @@ def _compiler_tool() -> str:
 
 
 def _diagnostics(stderr: str, limit: int = 40) -> str:
-    """The compiler's error lines (not its stack dump)."""
+    """The compiler's error lines (not its stack dump); for a crash without any, the
+    first frames of the stack that name a function (where in IREE it crashed)."""
     lines = [ln for ln in stderr.splitlines() if not ln.lstrip().startswith("#")]
     errors = [ln for ln in lines if "error" in ln.lower() or "note:" in ln]
-    return "\n".join((errors or lines)[:limit])
+    if errors:
+        return "\n".join(errors[:limit])
+    frames = [ln.strip()[:300] for ln in stderr.splitlines()
+              if ln.lstrip().startswith("#") and "::" in ln and "llvm::sys::" not in ln]
+    return "\n".join(lines[:limit] + ["the crash, innermost first:"] * bool(frames)
+                     + frames[:12])
 
 
 def _truncate(text: str, limit: int = 20000) -> str:

@@ -148,6 +148,13 @@ class LoweringContext:
         ir = self.ir
         array = np.asarray(value, dtype=dtype)
         aval = ShapedArray(array.shape, array.dtype)
+        if array.dtype.kind == "c":
+            # IREE 3.13's kernels cannot always hold a complex constant ("'arith.constant' op
+            # attribute 'value' failed to satisfy constraint: TypedAttr instance": complex64
+            # solve, inv, cholesky for CUDA; a loop carry of complex zeros updated in place,
+            # on the CPU too): built from its real parts
+            return self.op1("stablehlo.complex", [self.constant(array.real),
+                                                  self.constant(array.imag)], aval)
         tensor_type = self.tensor_type(aval)
         if array.dtype == np.bool_:
             attr = (

@@ -189,3 +189,16 @@ def test_comparing_complex_constants_while_lowering_reads_their_text():
         a, b, c = [op.result for op in
                    list(module.body.operations[0].regions[0].blocks[0].operations)[:3]]
         assert rules.same_value(ctx, a, b) and not rules.same_value(ctx, a, c)
+
+
+def test_a_compiler_crash_is_reported_with_where_it_crashed():
+    from funcgrad.lowering.compiler import _diagnostics
+
+    stderr = ("PLEASE submit a bug report\nStack dump:\n0.\tProgram arguments: iree-compile\n"
+              " #0 0x7f llvm::sys::PrintStackTrace(llvm::raw_ostream&, int)\n"
+              " #5 0x7f mlir::Type::getIntOrFloatBitWidth() const\n"
+              " #6 0x7f (anonymous namespace)::ConvertSharedMemAllocOp::matchAndRewrite() const\n")
+    text = _diagnostics(stderr)
+    assert "ConvertSharedMemAllocOp" in text and "getIntOrFloatBitWidth" in text
+    assert "PrintStackTrace" not in text
+    assert _diagnostics("x.mlir:3:1: error: bad\n #1 0x7f mlir::f()") == "x.mlir:3:1: error: bad"

@@ -324,6 +324,19 @@ def test_complex_scatter_min_max_keep_nans_under_jit(mode):
         np.testing.assert_array_equal(np.nan_to_num(np.asarray(got)), np.nan_to_num(want))
 
 
+def test_a_loop_filling_complex_zeros_compiles():
+    # IREE 3.13 rejected the complex zero constant updated in place ("'arith.constant' op
+    # attribute 'value' failed to satisfy constraint"): complex constants are built from
+    # real parts (found by a CUDA compile sweep; it failed on the CPU too)
+    x = fg.tensor((np.arange(16.0).reshape(4, 4) * (1 + 2j)).astype(np.complex64))
+
+    def fill(x):
+        return fg.fori_loop(0, 4, lambda j, d: d.at[j].set(x[j, j]),
+                            fnp.zeros((4,), np.complex64))
+
+    np.testing.assert_array_equal(fg.jit(fill)(x).numpy(), np.diag(x.numpy()))
+
+
 def test_complex_scatters_compile_and_match_eager():
     # IREE 3.13 crashes on complex scatters: set/add go through (real, imag) pairs, mul,
     # min and max one update at a time; repeated and out-of-range indices included

@@ -731,10 +731,10 @@ def _lower_scatter(ctx, args, in_avals, out_avals, *, axes, mode):
     from funcgrad.lowering import rules
 
     target, index_arg, update_arg = args
-    if ctx.platform == "cuda" and operand.dtype.itemsize == 8:
-        # IREE 3.13's CUDA pipeline fails on a 64-bit scatter fused with the producer of its
-        # updates when that reads a gather (the float64 gradient of sum(x[i] ** 2)):
-        # "failed to apply fusion + hoisting patterns (set 1)"
+    if ctx.platform == "cuda":
+        # IREE 3.13's CUDA pipeline fails on a scatter fused with the producer of its updates
+        # when that reads a gather (the float64 gradient of sum(x[i] ** 2), the float32
+        # gradient of median): "failed to apply fusion + hoisting patterns (set 1)"
         (update_arg,) = rules.fusion_barrier(ctx, [update_arg], [updates.strip_weak()])
     valid = _broadcast_rows(ctx, _rows_in_range(ctx, index_arg, operand, indices, axes),
                             indices)
