@@ -63,6 +63,30 @@ def test_complex_linear_algebra_compiles_for_cuda(dtype):
     fun = lambda a: (fnp.linalg.solve(a, a[0]), fnp.linalg.inv(a), fnp.linalg.cholesky(a))
     for f in (fun, fg.grad(lambda a: fnp.sum(fnp.abs(fnp.linalg.inv(a)) ** 2))):
         assert b".entry" in fg.jit(f).lower(a).compile(target="cuda", arch="sm_90")
+    # a slice of a complex value made in the same kernel ("'vector.transfer_read' op
+    # requires valid padding vector elemental type"): complex slices go by parts for CUDA
+    tall = fg.tensor((np.arange(24.0).reshape(6, 4) * (1 - 0.5j) + np.eye(6, 4)).astype(dtype))
+    for f in (lambda r: fnp.triu(r)[:4], lambda r: fnp.linalg.qr(r)):
+        assert b".entry" in fg.jit(f).lower(tall).compile(target="cuda", arch="sm_90")
+
+
+def test_a_loop_summing_complex_products_compiles_for_cuda():
+    # iree-compile crashed (ConvertSharedMemAllocOp asked a complex type for its bit width)
+    # on the complex partial sums of a reduction kept in shared memory: complex sums are
+    # the sums of their parts for CUDA (a CUDA compile sweep's fori_loop of 2 carries)
+    from funcgrad.core.prims.reductions import _sum_by_parts
+
+    x = fg.tensor((np.linspace(0, 1, 6) + 1j * np.linspace(1, 0, 6)).astype(np.complex64))
+    m = fg.tensor((np.eye(6) * 0.5 + 0.1j).astype(np.complex64))
+
+    def body(i, c):
+        a = fnp.tanh(c[0] @ m)
+        return a, c[1] + fnp.sum(a * c[0])
+
+    fun = lambda x: fg.fori_loop(0, 7, body, (x, fnp.zeros((), np.complex64)))
+    assert b".entry" in fg.jit(fun).lower(x).compile(target="cuda", arch="sm_90")
+    parts = _sum_by_parts(fg.tensor(np.outer(x.numpy(), x.numpy())), axes=(1,))
+    np.testing.assert_allclose(parts.numpy(), np.outer(x.numpy(), x.numpy()).sum(1), rtol=1e-6)
 
 
 def _cuda_mlir(fun, *args):

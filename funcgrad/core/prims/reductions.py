@@ -433,8 +433,14 @@ _WIDE_SUM = 256
 
 
 def _lower_sum(plain, staged):
+    from funcgrad.lowering import rules
+
+    by_parts = rules.via(_sum_by_parts)
+
     def rule(ctx, args, in_avals, out_avals, *, axes):
         aval = in_avals[0]
+        if ctx.platform == "cuda" and aval.dtype.kind == "c":
+            return by_parts(ctx, args, in_avals, out_avals, axes=axes)
         count = math.prod(aval.shape[a] for a in axes)
         if ctx.platform != "cpu" or aval.dtype.kind != "f" or count <= _WIDE_SUM or \
                 (count <= SUM_BLOCK and aval.dtype.itemsize >= 8):
@@ -442,6 +448,14 @@ def _lower_sum(plain, staged):
         return staged(ctx, args, in_avals, out_avals, axes=axes)
 
     return rule
+
+
+def _sum_by_parts(x, *, axes):
+    """A complex sum as the sums of its real and imaginary parts: IREE 3.13 crashed
+    compiling a complex reduction for CUDA that kept partial sums in shared memory
+    (ConvertSharedMemAllocOp asks a complex type for its bit width)."""
+    return ew.complex_(reduce_sum_p.bind(ew.real(x), axes=axes),
+                       reduce_sum_p.bind(ew.imag(x), axes=axes))
 
 
 def _staged_sum(x, *, axes):

@@ -515,9 +515,14 @@ def _lower_transpose(ctx, args, in_avals, out_avals, *, permutation):
 
 
 def _lower_slice(ctx, args, in_avals, out_avals, *, start_indices, limit_indices, strides):
-    return ctx.op("stablehlo.slice", args, out_avals, {
-        "start_indices": ctx.i64_array(start_indices),
-        "limit_indices": ctx.i64_array(limit_indices), "strides": ctx.i64_array(strides)})
+    attrs = {"start_indices": ctx.i64_array(start_indices),
+             "limit_indices": ctx.i64_array(limit_indices), "strides": ctx.i64_array(strides)}
+    if ctx.platform == "cuda" and dtypes.is_complex(in_avals[0].dtype):
+        # IREE 3.13's CUDA kernels read a slice of a complex value computed in the same
+        # kernel with a padding value it cannot make ("'vector.transfer_read' op requires
+        # valid padding vector elemental type": triu(r)[:4], complex64 qr of a tall r)
+        return _on_complex_parts(ctx, "stablehlo.slice", args, in_avals, out_avals[0], attrs)
+    return ctx.op("stablehlo.slice", args, out_avals, attrs)
 
 
 def _on_complex_parts(ctx, op_name, args, in_avals, out_aval, attrs, barrier=False):
