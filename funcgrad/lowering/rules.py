@@ -598,8 +598,9 @@ _UNFUSED_OPERANDS = frozenset({"stablehlo.dot_general", "stablehlo.convolution",
                                "stablehlo.sort", "stablehlo.scatter", "stablehlo.fft",
                                "stablehlo.gather", "stablehlo.dynamic_update_slice"})
 
-# operations IREE may give buffers of their own (a concatenate as copies into slices of
-# one buffer, in the transposes of scans)
+# operations IREE may or may not give buffers of their own: a concatenate becomes copies
+# into slices of one buffer; scalar slices of one value became 16 results of one kernel in
+# the transpose of cumprod
 _MAYBE_MATERIALIZED = frozenset({"stablehlo.concatenate", "stablehlo.pad", "stablehlo.slice",
                                  "stablehlo.dynamic_slice"})
 

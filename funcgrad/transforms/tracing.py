@@ -13,6 +13,7 @@ import numpy as np
 
 from funcgrad.core import interpreter as _interp
 from funcgrad.core.abstract import ShapedArray, aval_of
+from funcgrad.core.devices import CPU
 from funcgrad.core.interpreter import Interpreter, Tracer
 from funcgrad.core.ir import IR, Equation, Literal, Var, eval_ir
 from funcgrad.core.tensor import Tensor
@@ -39,12 +40,6 @@ class IRTracer(Tracer):
         return self._interp.device
 
 
-def _cpu():
-    from funcgrad.core.devices import CPU
-
-    return CPU
-
-
 def _derived_label(args):
     """Where a traced value came from, for error messages: the first labelled input."""
     for a in args:
@@ -68,7 +63,7 @@ class TraceInterpreter(Interpreter):
         self.stage_all = stage_all
         self.name = name
         # the device the program runs on (IRTracer.device); nested traces inherit it
-        self.device = getattr(parent, "device", None) or _cpu()
+        self.device = getattr(parent, "device", None) or CPU
         self.equations: list[Equation] = []
         self.const_vars: list[Var] = []
         self.consts: list = []
