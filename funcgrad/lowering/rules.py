@@ -620,7 +620,7 @@ def limit_kernel_inputs(ctx, block, limit: int = CUDA_KERNEL_INPUTS) -> None:
             if name in _MATERIALIZED or name in ("func.return", "stablehlo.return"):
                 continue  # each result its own source; returns are no kernels
             if name == "stablehlo.constant":
-                reads = frozenset() if _is_splat_constant(operation) else \
+                reads = frozenset() if is_splat_constant(operation) else \
                     frozenset(operation.results)
             elif name in _UNFUSED_OPERANDS:
                 reads = frozenset(x.maybe_downcast() for x in operation.operands)
@@ -648,8 +648,10 @@ def _union_of_sources(sources: dict, values) -> frozenset:
     return frozenset().union(*(_sources(sources, v) for v in values))
 
 
-def _is_splat_constant(operation) -> bool:
+def is_splat_constant(operation) -> bool:
+    """Whether a ``stablehlo.constant`` operation holds one value in every element."""
     try:
         return bool(getattr(operation.attributes["value"], "is_splat", False))
-    except TypeError:  # a complex constant (the bindings cannot read it)
-        return False
+    except TypeError:  # the Python bindings cannot read complex constants: the text
+        text = str(operation)
+        return "dense<" in text and "dense<[" not in text

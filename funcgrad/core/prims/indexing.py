@@ -666,11 +666,9 @@ def _is_splat(value, depth: int = 8) -> bool:
     if name == "stablehlo.broadcast_in_dim":
         return not owner.operands[0].type.shape
     if name == "stablehlo.constant":
-        try:
-            return getattr(owner.attributes["value"], "is_splat", False)
-        except TypeError:  # the Python bindings cannot read complex constants: the text
-            text = str(owner)
-            return "dense<" in text and "dense<[" not in text
+        from funcgrad.lowering import rules
+
+        return rules.is_splat_constant(owner)
     if name in _ELEMENTWISE_OPS and depth:
         return all(_is_splat(v, depth - 1) for v in owner.operands)
     return False
