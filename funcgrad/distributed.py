@@ -22,6 +22,7 @@ Collectives are host-side operations: call them outside ``fg.jit``/``grad``/``vm
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import os
 import re
@@ -33,7 +34,9 @@ from typing import Any
 import numpy as np
 
 from funcgrad import tree as _tree
+from funcgrad.core import interpreter as _interp
 from funcgrad.core.tensor import Tensor, aligned_copy, tensor, wrap
+from funcgrad.transforms.tracing import TraceInterpreter
 
 __all__ = ["all_gather", "all_reduce", "barrier", "broadcast", "init", "rank", "world_size"]
 
@@ -48,6 +51,7 @@ _NATIVE = {np.dtype(t) for t in (np.int8, np.int16, np.int32, np.int64, np.uint8
                                  np.uint32, np.uint64, np.float32, np.float64,
                                  np.complex64, np.complex128)}
 _OPS = ("sum", "mean", "max")
+_failed_exit = None  # the status of a failing sys.exit() call, to abort every rank with
 
 
 # --- the world ------------------------------------------------------------------------
@@ -61,8 +65,9 @@ def init(*, abort_on_error: bool = True) -> None:
 
     Arguments:
         abort_on_error: in a world of more than one process, make an uncaught exception
-            abort every rank (``MPI_Abort``, as ``python -m mpi4py`` does), so that one
-            failing rank cannot leave the others waiting in a collective forever.
+            or a ``sys.exit()`` with a failing status abort every rank (``MPI_Abort``, as
+            ``python -m mpi4py`` does), so that one failing rank cannot leave the others
+            waiting in a collective forever.
 
     >>> from funcgrad import distributed as dist
     >>> dist.init(); dist.rank(), dist.world_size()   # without mpiexec
@@ -96,6 +101,7 @@ def _hide_launcher_from_iree() -> None:
 
 def _install_abort_hook() -> None:
     previous = sys.excepthook
+    python_exit = sys.exit
 
     def abort_all_ranks(kind, value, tb):
         sys.stdout.flush()
@@ -108,12 +114,32 @@ def _install_abort_hook() -> None:
         else:
             previous(kind, value, tb)
             sys.stderr.flush()
-        # the launcher forwards output asynchronously and the abort kills every rank: an
-        # immediate abort lost the whole report now and then (an empty stderr in a test)
-        time.sleep(0.3)
-        _comm.Abort(1)
+        _abort_all_ranks(1)
+
+    # Python never shows a SystemExit to sys.excepthook: a failing sys.exit() on one rank
+    # is remembered here and aborts every rank once this one has finished exiting
+    def exit_aborting_on_failure(status=None):
+        global _failed_exit
+        if status not in (None, 0):
+            _failed_exit = status
+        python_exit(status)
+
+    def abort_after_failed_exit():
+        if _failed_exit is not None:
+            _abort_all_ranks(_failed_exit if isinstance(_failed_exit, int) else 1)
 
     sys.excepthook = abort_all_ranks
+    sys.exit = exit_aborting_on_failure
+    atexit.register(abort_after_failed_exit)
+
+
+def _abort_all_ranks(status: int) -> None:
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # the launcher forwards output asynchronously and the abort kills every rank: an
+    # immediate abort lost the whole report now and then (an empty stderr in a test)
+    time.sleep(0.3)
+    _comm.Abort(status)
 
 
 def rank() -> int:
@@ -148,7 +174,7 @@ def barrier() -> None:
     >>> dist.barrier()
     """
     init()
-    _agree("barrier()", [], _tree.structure(None))
+    _agree("barrier()", _staged_call("barrier()") or [], _tree.structure(None))
 
 
 # --- collectives --------------------------------------------------------------------------
@@ -173,10 +199,10 @@ def all_reduce(tree: Any, op: str = "sum") -> Any:
     tensor(0, dtype=int32)
     """
     init()
-    if op not in _OPS:
-        raise ValueError(f"all_reduce: op must be one of {_OPS}, got {op!r}")
     name = f"all_reduce(op={op!r})"
     leaves, treedef, tensors = _flatten(name, tree)
+    if op not in _OPS:  # reported on every rank, like any local failure (see _flatten)
+        leaves = _Failure(ValueError, f"all_reduce: op must be one of {_OPS}, got {op!r}")
     _agree(name, leaves, treedef)
     reduce_dtypes = [_reduce_dtype(name, op, a.dtype) for a in leaves]
     if _comm.Get_size() == 1:
@@ -217,10 +243,13 @@ def broadcast(tree: Any, root: int = 0) -> Any:
     """
     init()
     size = _comm.Get_size()
-    if not isinstance(root, (int, np.integer)) or not 0 <= root < size:
-        raise ValueError(f"broadcast: root must be a rank in [0, {size}), got {root!r}")
-    name = f"broadcast(root={int(root)})"
+    valid_root = (isinstance(root, (int, np.integer)) and not isinstance(root, bool)
+                  and 0 <= root < size)
+    name = f"broadcast(root={int(root) if valid_root else root!r})"
     leaves, treedef, tensors = _flatten(name, tree)
+    if not valid_root:  # reported on every rank, like any local failure (see _flatten)
+        leaves = _Failure(ValueError,
+                          f"broadcast: root must be a rank in [0, {size}), got {root!r}")
     _agree(name, leaves, treedef)
     if size == 1:
         return _tree.unflatten(treedef, tensors)
@@ -269,6 +298,9 @@ def _flatten(name: str, tree: Any) -> tuple[list[np.ndarray], Any, list[Tensor]]
     wait in the agreement check, so the error travels through it and every rank raises.
     """
     paths_and_leaves, treedef = _tree.flatten_with_path(tree)
+    staged = _staged_call(name)
+    if staged is not None:
+        return staged, treedef, []
     arrays, tensors = [], []
     for path, leaf in paths_and_leaves:
         if isinstance(leaf, Tensor) and type(leaf) is not Tensor:
@@ -278,12 +310,30 @@ def _flatten(name: str, tree: Any) -> tuple[list[np.ndarray], Any, list[Tensor]]
                 "function returns)"), treedef, []
         try:
             t = leaf if isinstance(leaf, Tensor) else tensor(leaf)
-        except (TypeError, ValueError) as err:
-            return _Failure(TypeError, f"{name}: leaf {_path_text(path)} is not a tensor "
+        except Exception as err:  # noqa: BLE001 - whatever it is, every rank must hear of it
+            kind = OverflowError if isinstance(err, OverflowError) else TypeError
+            return _Failure(kind, f"{name}: leaf {_path_text(path)} is not a tensor "
                             f"({type(leaf).__name__}): {err}"), treedef, []
         arrays.append(np.asarray(t))
         tensors.append(t)
     return arrays, treedef, tensors
+
+
+def _staged_call(name: str) -> _Failure | None:
+    """A failure when called while a program is being recorded (jit, a loop body).
+
+    Such a trace runs the Python once and the recorded program many times: a collective
+    there would communicate once, while tracing, and never when the program runs.
+    """
+    interpreter = _interp.current()
+    while interpreter is not None:
+        if isinstance(interpreter, TraceInterpreter) and interpreter.stage_all:
+            return _Failure(TypeError,
+                f"{name} called inside {interpreter.name}: a recorded program runs it "
+                "only once, while tracing; collectives run on the host, so call them "
+                "outside fg.jit and loop bodies (on the values a jitted function returns)")
+        interpreter = interpreter.parent
+    return None
 
 
 class _Failure:
@@ -314,6 +364,8 @@ def _agree(name: str, leaves, treedef) -> None:
     One small allgather of a digest when all agree; a second one with the full
     descriptions only to word the error, which every rank then raises.
     """
+    global _failed_exit
+    _failed_exit = None  # a rank still making collective calls caught its SystemExit
     description = _describe(name, leaves, treedef)
     if _comm.Get_size() == 1:
         if isinstance(leaves, _Failure):

@@ -90,6 +90,10 @@ MISMATCHES = {
     "collective": lambda r, dist: dist.barrier() if r == 0 else dist.all_gather(fg.ones(2)),
     "root": lambda r, dist: dist.broadcast(fg.ones(2), root=r),
     "bad_leaf": lambda r, dist: dist.all_gather({"w": fg.ones(2), "s": "text" if r else 1.0}),
+    # failures on one rank only, caught there: the other rank must not wait forever
+    "overflow_leaf": lambda r, dist: dist.all_reduce({"n": 2**40 if r else 1}),
+    "bad_op": lambda r, dist: dist.all_reduce(fg.ones(2), op="avg" if r else "sum"),
+    "bad_root": lambda r, dist: dist.broadcast(fg.ones(2), root=-1 if r else 0),
 }
 
 
@@ -100,7 +104,7 @@ def mismatch(dist):
         try:
             call(r, dist)
             out[name] = None
-        except (ValueError, TypeError) as err:
+        except (ValueError, TypeError, OverflowError) as err:
             out[name] = f"{type(err).__name__}: {err}"
     # the world still works after every mismatch
     out["after"] = float(dist.all_reduce(fg.tensor(1.0)))
@@ -113,6 +117,25 @@ def crash(dist):
         raise RuntimeError("rank 1 fails on purpose")
     dist.barrier()
     return {"unreachable": True}
+
+
+def failing_exit(dist):
+    """Rank 1 calls sys.exit with a message while rank 0 waits in a collective."""
+    if dist.rank() == 1:
+        sys.exit("rank 1 exits on purpose")
+    dist.barrier()
+    return {"unreachable": True}
+
+
+def caught_exit(dist):
+    """Rank 1 catches its own SystemExit and goes on: nothing is aborted."""
+    if dist.rank() == 1:
+        try:
+            sys.exit(3)
+        except SystemExit:
+            pass
+    dist.barrier()
+    return {"done": True}
 
 
 def main():

@@ -143,5 +143,31 @@ def test_argument_errors(dist):
         dist.all_reduce(fg.ones(2), op="min")
     with pytest.raises(ValueError, match="root must be a rank"):
         dist.broadcast(fg.ones(2), root=1)
+    with pytest.raises(ValueError, match="root must be a rank"):
+        dist.broadcast(fg.ones(2), root=False)  # a bool is not a rank
+    with pytest.raises(OverflowError, match=r"leaf \['n'\] is not a tensor"):
+        dist.all_reduce({"n": 2**40})
     with pytest.raises(TypeError, match="traced value"):
         fg.grad(lambda x: dist.all_reduce(x).sum())(fg.ones(2))
+
+
+@pytest.mark.parametrize("call", [
+    lambda dist, x: (dist.barrier(), x)[1],
+    lambda dist, x: x + dist.all_reduce(fg.ones(2)),  # a constant: no traced leaf
+    lambda dist, x: x + dist.broadcast(fg.ones(2)),
+    lambda dist, x: x + dist.all_gather(fg.ones(2))[0],
+])
+def test_collectives_refuse_recorded_programs(dist, call):
+    # jit records the program once: a collective in it would communicate once, while
+    # tracing, and never again (barrier() ran once in three calls)
+    with pytest.raises(TypeError, match=r"inside jit\(<lambda>\).*outside fg.jit"):
+        fg.jit(lambda x: call(dist, x))(fg.ones(2))
+
+
+def test_collectives_run_in_eager_transformations(dist):
+    # grad, vmap and eager loops run the Python each time: collectives work there
+    x = fg.ones(2)
+    assert fg.grad(lambda x: (dist.barrier(), x.sum())[1])(x).tolist() == [1.0, 1.0]
+    assert fg.vmap(lambda x: (dist.barrier(), x)[1])(x).tolist() == [1.0, 1.0]
+    carry = fg.fori_loop(0, 3, lambda i, c: dist.all_reduce(c) + 1.0, x)
+    assert carry.tolist() == [4.0, 4.0]

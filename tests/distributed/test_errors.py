@@ -14,6 +14,10 @@ EXPECTED_WORDS = {
     "collective": ["rank 0 called barrier()", "rank 1 called all_gather()"],
     "root": ["rank 0 called broadcast(root=0)", "rank 1 called broadcast(root=1)"],
     "bad_leaf": ["failed on 1 of 2 ranks", "rank 1", "leaf ['s'] is not a tensor"],
+    "overflow_leaf": ["failed on 1 of 2 ranks", "rank 1", "leaf ['n'] is not a tensor",
+                      "does not fit"],
+    "bad_op": ["failed on 1 of 2 ranks", "rank 1", "op must be one of", "'avg'"],
+    "bad_root": ["failed on 1 of 2 ranks", "rank 1", "root must be a rank", "got -1"],
 }
 
 
@@ -44,6 +48,21 @@ def test_a_crashing_rank_aborts_the_world(tmp_path):
     assert done.returncode != 0
     assert "rank 1 fails on purpose" in done.stdout + done.stderr
     assert not list(tmp_path.glob("crash.*.pkl"))
+
+
+@needs_mpi
+def test_a_failing_sys_exit_aborts_the_world(tmp_path):
+    # Python does not show a SystemExit to sys.excepthook; rank 0 waited forever
+    done = launch([str(HERE / "mpi_programs.py"), "failing_exit", str(tmp_path)], n=2,
+                  timeout=60)
+    assert done.returncode != 0
+    assert "rank 1 exits on purpose" in done.stdout + done.stderr
+    assert not list(tmp_path.glob("failing_exit.*.pkl"))
+
+
+@needs_mpi
+def test_a_caught_sys_exit_aborts_nothing(tmp_path):
+    assert run_program("caught_exit", tmp_path) == [{"done": True}, {"done": True}]
 
 
 def test_missing_mpi4py_names_the_extra():
