@@ -115,7 +115,8 @@ class OnnxContext:
         return self.op("Expand", [self.scalar(value, aval.dtype), self.ints(aval.shape)])
 
     def reshape(self, x: str, shape) -> str:
-        return self.op("Reshape", [x, self.ints(shape)])
+        # ONNX reads a 0 in the target shape as "keep that input dimension" unless allowzero
+        return self.op("Reshape", [x, self.ints(shape)], allowzero=1 if 0 in shape else None)
 
     def fail(self, what: str) -> NotImplementedError:
         """The error for something this model cannot express; names the function."""

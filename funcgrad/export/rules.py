@@ -215,12 +215,32 @@ def _pow(ctx, args, in_avals, out_avals):
     # integers: x ** negative is 0 except 1 ** n = 1 and (-1) ** n = +-1
     zero, one = ctx.scalar(0, dtype), ctx.scalar(1, dtype)
     negative = ctx.op("Less", [y, zero])
-    power = ctx.op("Pow", [x, ctx.op("Where", [negative, zero, y])])
+    # by squaring: ORT's integer Pow computes in double (3 ** 39 came out 11 too large)
+    power = via(_power_by_squaring, "power_by_squaring")(
+        ctx, [x, ctx.op("Where", [negative, zero, y])], in_avals, out_avals)[0]
     odd = ctx.op("Equal", [ctx.op("Mod", [ctx.op("Abs", [y]), ctx.scalar(2, dtype)]), one])
     minus_one_to_y = ctx.op("Where", [odd, ctx.scalar(-1, dtype), one])
     special = ctx.op("Where", [ctx.op("Equal", [x, one]), one, ctx.op(
         "Where", [ctx.op("Equal", [x, ctx.scalar(-1, dtype)]), minus_one_to_y, zero])])
     return [ctx.op("Where", [negative, special, power])]
+
+
+def _power_by_squaring(x, n):
+    """``x ** n`` for integer tensors and ``n >= 0``, wrapping as the eager impl: a loop
+    over the bits of ``n`` (as many as its dtype has)."""
+    from funcgrad.core.prims import elementwise as ew
+    from funcgrad.core.prims.structural import full_like
+    from funcgrad.transforms.control_flow import fori_loop
+
+    one, two = full_like(n, 1), full_like(n, 2)
+
+    def bit(_, carry):
+        result, base, rest = carry
+        odd = ew.eq(ew.rem(rest, two), one)
+        return (ew.select_n(odd, result, result * base), base * base, ew.div(rest, two))
+
+    bits = 8 * n.dtype.itemsize - (n.dtype.kind == "i")
+    return fori_loop(0, bits, bit, (full_like(x, 1), x, n))[0]
 
 
 def _integer_pow(ctx, args, in_avals, out_avals, *, y):
@@ -349,7 +369,24 @@ def _convert(ctx, args, in_avals, out_avals, *, new_dtype, weak_type=False):
         raise ctx.fail("convert_element_type: complex dtypes cannot be exported to ONNX")
     if src.dtype == aval.dtype:
         return [x]
+    if aval.dtype.kind in "iu" and _is_float(src.dtype):
+        return [_saturating_cast(ctx, x, aval.dtype)]
     return [ctx.cast(x, aval.dtype)]
+
+
+def _saturating_cast(ctx, x, dtype):
+    """float -> integer ``dtype`` saturating at its limits, NaN -> 0, as the eager impl
+    (and JAX/XLA): ONNX's Cast is undefined out of range (ORT gave INT_MIN for NaN, inf
+    and 3e9).  Computed in float64, where every limit is a power of two, exactly."""
+    info = np.iinfo(dtype)
+    wide = ctx.cast(x, np.float64)
+    above = 2.0 ** (info.bits - (dtype.kind == "i"))  # info.max + 1
+    clipped = ctx.op("Clip", [wide, ctx.scalar(float(info.min), np.float64),
+                              ctx.scalar(np.nextafter(above, 0), np.float64)])
+    out = ctx.cast(clipped, dtype)
+    too_large = ctx.op("GreaterOrEqual", [wide, ctx.scalar(above, np.float64)])
+    out = _where(ctx, too_large, ctx.scalar(info.max, dtype), out, dtype)
+    return _where(ctx, ctx.op("IsNaN", [wide]), ctx.scalar(0, dtype), out, dtype)
 
 
 def _conj(ctx, args, in_avals, out_avals):
@@ -371,7 +408,47 @@ def _erf_float64(x):
     for c in ew._ERFC_COEFFS[:0:-1]:
         d, dd = ty * d - dd + c, d
     erfc = t * ew.exp(-z * z + 0.5 * (ew._ERFC_COEFFS[0] + ty * d) - dd)
-    return ew.select_n(ew.ge(x, full_like(x, 0.0)), erfc - 1.0, 1.0 - erfc)
+    out = ew.select_n(ew.ge(x, full_like(x, 0.0)), erfc - 1.0, 1.0 - erfc)
+    # 1 - erfc has erfc's 1e-16 absolute error: the series below 1/2, relative to x (as
+    # the eager impl); erf_inv's Newton steps need it for small arguments
+    z2 = ew.min(x * x, full_like(x, 0.25))
+    total, term = full_like(x, 0.0), x
+    for n in range(18):
+        total = total + term / (2 * n + 1)
+        term = -term * z2 / (n + 1)
+    series = (2.0 / math.sqrt(math.pi)) * total
+    out = ew.select_n(ew.le(z, full_like(x, 0.5)), out, series)
+    # erf(+-0) is x (x in Where's second branch: ORT's first turns -0.0 into +0.0)
+    return ew.select_n(ew.gt(z, full_like(x, 0.0)), x, out)
+
+
+def _trig_float64(kind):
+    """float64 sin, cos or tan: below math64's _FAST_LIMIT (2**27 pi/2) its Cody-Waite
+    composition, within an ulp; ORT's float64 Sin and Cos beyond it.  ORT's kernels alone
+    were not accurate near multiples of pi/2 (cos(pi/2) gave -0.0, not 6.1e-17; tan(pi/2)
+    -inf, not 1.6e16); the composition alone was wrong beyond 2e8."""
+    from funcgrad.lowering import math64
+
+    fast = via(math64._fast_trig(kind), f"fast_{kind}")
+
+    def rule(ctx, args, in_avals, out_avals):
+        if kind == "tan":
+            native = ctx.op("Div", [ctx.op("Sin", args), ctx.op("Cos", args)])
+        else:
+            native = ctx.op(kind.capitalize(), args)
+        large = ctx.op("GreaterOrEqual", [ctx.op("Abs", args),
+                                          ctx.scalar(math64._FAST_LIMIT, np.float64)])
+        (small,) = fast(ctx, args, in_avals, out_avals)
+        out = ctx.op("Where", [large, native, small])
+        if kind == "cos":
+            return [out]
+        # sin and tan of +-0 (and NaN) are x.  ORT's Where gives +0.0 for a -0.0 in its
+        # first branch (not its second), which the composition's zero test passed through;
+        # and ORT turns Where(Not(c), a, b) into Where(c, b, a), so no Not here
+        nonzero = ctx.op("Greater", [ctx.op("Abs", args), ctx.scalar(0.0, np.float64)])
+        return [ctx.op("Where", [nonzero, out, args[0]])]
+
+    return rule
 
 
 def _erf_inv(x):
@@ -406,17 +483,14 @@ def _declare_elementwise():
     floats = _FLOATS
     unary = {
         "floor": "Floor", "ceil": "Ceil", "round": "Round", "exp": "Exp", "log": "Log",
-        "tanh": "Tanh", "logistic": "Sigmoid", "sin": "Sin", "cos": "Cos", "sqrt": "Sqrt",
-        "erf": "Erf",
+        "tanh": "Tanh", "logistic": "Sigmoid", "sqrt": "Sqrt", "erf": "Erf",
     }
     for name, op_type in unary.items():
         registry[name].onnx = _single(op_type, floats)
     registry["erf"].onnx = _float32_or("Erf", via(_erf_float64, "erf"))
+    for kind in ("sin", "cos", "tan"):
+        registry[kind].onnx = _float32_or(kind.capitalize(), _trig_float64(kind))
     # ORT computes these only in float32: exact compositions for the other float dtypes
-    # float64 tan as ORT's float64 sin over cos: both reduce every argument exactly (the
-    # Cody-Waite composition used before was wrong beyond |x| ~ 2e8)
-    registry["tan"].onnx = _float32_or("Tan", lambda ctx, args, i, o: [
-        ctx.op("Div", [ctx.op("Sin", args), ctx.op("Cos", args)])])
     for name, fn in (("asin", math64.asin), ("acos", math64.acos),
                      ("atan", math64.atan), ("sinh", math64.sinh), ("cosh", math64.cosh),
                      ("asinh", math64.asinh), ("acosh", math64.acosh),

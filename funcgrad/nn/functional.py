@@ -272,8 +272,16 @@ def nll_loss(input, target, weight=None, ignore_index: int = -100,
     logp = _class_axis_last("nll_loss", input, target.shape)
     loss, w = _weighted_nll("nll_loss", logp, target, weight, ignore_index)
     if reduction == "mean":
-        return fnp.sum(loss) / fnp.sum(w)
+        return _mean_over(fnp.sum(loss), fnp.sum(w))
     return _reduce("nll_loss", loss, reduction)
+
+
+def _mean_over(total, count):
+    """``total / count``, PyTorch's "mean" of weighted targets: NaN when nothing counts
+    (every target ignored), with a zero gradient there rather than NaN (inf * 0), so one
+    fully padded batch does not turn the parameters into NaN."""
+    empty = count == 0
+    return fnp.where(empty, fnp.nan, total / fnp.where(empty, 1.0, count))
 
 
 def cross_entropy(input, target, weight=None, ignore_index: int = -100,
@@ -323,7 +331,7 @@ def cross_entropy(input, target, weight=None, ignore_index: int = -100,
     target = _signed_labels(target)
     logp = _class_axis_last("cross_entropy", log_softmax(input, dim=class_axis), target.shape)
     loss, w = _weighted_nll("cross_entropy", logp, target, weight, ignore_index)
-    nll = fnp.sum(loss) / fnp.sum(w) if reduction == "mean" else \
+    nll = _mean_over(fnp.sum(loss), fnp.sum(w)) if reduction == "mean" else \
         _reduce("cross_entropy", loss, reduction)
     if not label_smoothing:
         return nll
@@ -335,7 +343,7 @@ def cross_entropy(input, target, weight=None, ignore_index: int = -100,
     kept = target != ignore_index
     smooth = fnp.where(kept, smooth, 0.0)
     if reduction == "mean":
-        smooth = fnp.sum(smooth) / (fnp.sum(w) if weight is not None else fnp.sum(kept))
+        smooth = _mean_over(fnp.sum(smooth), fnp.sum(w) if weight is not None else fnp.sum(kept))
     else:
         smooth = _reduce("cross_entropy", smooth, reduction)
     return (1 - label_smoothing) * nll + smooth * (label_smoothing / num_classes)

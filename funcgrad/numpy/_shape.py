@@ -735,7 +735,9 @@ def diff(x, n: int = 1, axis: int = -1, prepend=None, append=None):
                          *([edge(append)] if append is not None else [])], axis=axis)
     for _ in range(n):
         size = x.shape[axis]
-        x = _take_range(x, axis, 1, size) - _take_range(x, axis, 0, builtins.max(size - 1, 0))
+        # (a zero-length axis stays one: slicing [1:0] is out of range when traced)
+        x = (_take_range(x, axis, builtins.min(1, size), size)
+             - _take_range(x, axis, 0, builtins.max(size - 1, 0)))
     return x
 
 

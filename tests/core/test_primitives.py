@@ -224,3 +224,18 @@ def test_eager_erf_inv_is_accurate_near_plus_minus_one_and_zero():
             0.4769362762044699, 0.2724627147267543, 0.0008862271574665521,
             8.86226925452758e-301, 0.0]
     np.testing.assert_allclose(ew.erf_inv(fg.tensor(np.array(y))).numpy(), want, rtol=2e-15)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_eager_erf_is_accurate_relative_to_small_arguments(dtype):
+    # 1 - erfc(|x|) carried erfc's 1e-16 absolute error: erf(0) and erf(1e-20) were 1.1e-16
+    import math
+
+    from funcgrad.core.prims import elementwise as ew
+
+    x = np.array([0.0, -0.0, 1e-20, -1e-30, 1e-8, 0.3, -0.5, 0.50001, 2.0, -6.0, np.inf],
+                 dtype)
+    got = ew.erf(fg.tensor(x)).numpy()
+    want = np.array([math.erf(v) for v in x.astype(np.float64)]).astype(dtype)
+    np.testing.assert_allclose(got, want, rtol=4 * np.finfo(dtype).eps, atol=0)
+    assert np.array_equal(np.signbit(got), np.signbit(want))  # erf(-0.0) is -0.0

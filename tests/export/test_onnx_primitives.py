@@ -340,3 +340,55 @@ def test_float64_tan_of_large_arguments():
     x = fg.tensor(np.array([0.5, -3.0, 1e10, 1e15, 1e20, 1e38, np.pi / 2, 1e300]))
     got = check_onnx(fnp.tan, x)[0]
     np.testing.assert_allclose(got, np.tan(x.numpy()), rtol=1e-14)
+
+
+# --- found by a differential fuzz of exported programs against eager ------------------------
+
+
+@pytest.mark.parametrize("source", ["float32", "float64", "float16"])
+@pytest.mark.parametrize("target", ["int8", "int32", "int64", "uint8", "uint32", "uint64"])
+def test_float_to_int_casts_saturate_as_eager(source, target):
+    # a plain Cast gave INT_MIN for NaN, inf and 3e9; eager and jit saturate, NaN -> 0
+    values = [np.nan, np.inf, -np.inf, 3e9, -3e9, 1e20, -1e20, -3.7, 3.7, 255.9, 256.0,
+              -0.5, 127.5, -128.5, 2.0**31 - 128, -2.0**31]
+    if source == "float64":
+        values += [2.0**63, 2.0**63 - 1024, -2.0**63, 2.0**64, 2.0**64 - 2048, 1e300]
+    x = fg.tensor(np.array(values, source))
+    check_onnx(lambda a: ew.convert_element_type(a, np.dtype(target)), x)
+
+
+@pytest.mark.parametrize("dtype", ["int8", "int32", "int64", "uint8", "uint32", "uint64"])
+def test_integer_pow_with_tensor_exponents_is_exact(dtype):
+    # ORT's integer Pow computes in double: 3 ** 39 came out 4052555153018976256
+    signed = np.dtype(dtype).kind == "i"
+    more_x, more_y = ([-3, -1, -1, 2], [5, 7, -3, -2]) if signed else ([4, 1, 3, 2],
+                                                                         [3, 200, 41, 64])
+    x = fg.tensor(np.array([3, 5, 7, 2, 0, 1, 2, 9] + more_x, dtype))
+    y = fg.tensor(np.array([39, 27, 22, 0, 0, 9, 63, 11] + more_y, dtype))
+    check_onnx(bind("pow"), x, y)
+
+
+def test_float64_trig_is_accurate_near_multiples_of_half_pi():
+    # ORT's float64 kernels alone gave cos(pi/2) = -0.0 and tan(pi/2) = -inf
+    x = fg.tensor(np.array([np.pi / 2, np.pi, 3 * np.pi / 2, 1e5 * np.pi, 0.0, -0.0, 1e-300,
+                            -7.5, 2.1e8, 1e10, 1e300, np.inf, np.nan]))
+    for fun in (fnp.sin, fnp.cos, fnp.tan):
+        got, want = check_onnx(fun, x, rtol=4e-16, atol=0)[0], fun(x).numpy()
+        numbers = ~np.isnan(want)
+        assert np.array_equal(np.signbit(got[numbers]), np.signbit(want[numbers]))  # -0.0
+
+
+def test_float64_erf_and_erf_inv_are_accurate_for_small_arguments():
+    # 1 - erfc(|x|) has an absolute error of 1e-16: erf_inv(1e-40) came out 0
+    x = fg.tensor(np.array([0.0, -0.0, 1e-40, 1e-8, -1e-300, 0.3, -0.5, 0.7]))
+    for fun in (ew.erf, ew.erf_inv):
+        got = check_onnx(fun, x, rtol=4e-16, atol=0)[0]
+        assert np.array_equal(np.signbit(got), np.signbit(fun(x).numpy()))
+
+
+def test_zero_sized_shapes():
+    # ONNX's Reshape reads a 0 in the target shape as "keep this dimension" (allowzero=0)
+    x = fg.zeros((2, 0))
+    check_onnx(lambda x: (fnp.sum(x, axis=0, keepdims=True), fnp.max(x, axis=0, keepdims=True),
+                          x.reshape(0, 2), x[None], fnp.diff(x, axis=1)), x)
+    check_onnx(lambda x: fnp.argsort(x, axis=1), fg.zeros((2, 0, 4)))

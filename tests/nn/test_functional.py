@@ -288,3 +288,20 @@ def test_concrete_out_of_range_labels_raise_as_pytorch():
             F.nll_loss(logits, fg.tensor(labels))
     # the ignore_index is no error
     assert np.isfinite(float(F.cross_entropy(logits, fg.tensor([0, -100, 1, 2]))))
+
+
+@pytest.mark.parametrize("loss", [
+    lambda x, t: F.cross_entropy(x, t),
+    lambda x, t: F.cross_entropy(x, t, label_smoothing=0.2),
+    lambda x, t: F.cross_entropy(x, t, weight=fg.tensor([1.0, 2.0, 0.5]), label_smoothing=0.2),
+    lambda x, t: F.nll_loss(F.log_softmax(x, dim=1), t),
+])
+def test_mean_loss_of_only_ignored_targets_is_nan_with_zero_gradient(loss):
+    # PyTorch: the loss is 0/0 = NaN, the gradient zero; funcgrad's gradient was NaN
+    # (inf * 0), and one fully padded batch then made every parameter NaN
+    x = fg.tensor(np.random.default_rng(0).normal(size=(2, 3)).astype(np.float32))
+    t = fg.tensor(np.array([-100, -100]))
+    value = loss(x, t)
+    assert value.dtype == np.float32 and np.isnan(value.item())
+    for grad in (fg.grad(loss)(x, t), fg.jit(fg.grad(loss))(x, t)):
+        np.testing.assert_array_equal(grad.numpy(), np.zeros((2, 3), np.float32))

@@ -235,6 +235,12 @@ def test_integer_power():
            np.power(x, np.array([0, 1, 2, 3, 4, 5], np.int32)))
     with pytest.raises(ValueError, match="negative"):
         fnp.power(fg.tensor([2]), -1)
+    # uint64 powers above 2**53 are exact (they were rounded through float64)
+    u = np.array([3, 5, 7, 2], np.uint64)
+    n = np.array([39, 27, 22, 63], np.uint64)
+    got = fg.tensor(u) ** fg.tensor(n)
+    assert got.dtype == np.uint64
+    np.testing.assert_array_equal(got.numpy(), u ** n)
 
 
 def test_logical_functions():

@@ -110,6 +110,14 @@ def test_diff_matches_numpy(kwargs):
     check_grads(lambda t: fnp.diff(t, n=2), (fg.tensor(x),), order=1)
 
 
+def test_diff_along_an_empty_axis_traces():
+    # the slice [1:0] was out of range when traced (jit, to_onnx), eagerly it was empty
+    x = np.zeros((2, 0))
+    for got in _both(lambda t: fnp.diff(t, axis=1), x):
+        assert got.shape == (2, 0)
+    assert fg.jit(lambda t: fnp.diff(t, axis=1, n=2))(fg.tensor(x)).shape == (2, 0)
+
+
 def test_cross_kron_and_small_elementwise_functions():
     a, b = RNG.standard_normal((4, 3)), RNG.standard_normal((4, 3))
     for got in _both(fnp.cross, a, b):
