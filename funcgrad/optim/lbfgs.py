@@ -188,11 +188,18 @@ class _Search(NamedTuple):
 
 def scale_by_zoom_linesearch(max_linesearch_steps: int = 20, slope_rtol: float = 1e-4,
                              curv_rtol: float = 0.9, initial_guess: float = 1.0,
-                             increase_factor: float = 2.0) -> GradientTransformation:
+                             increase_factor: float = 2.0,
+                             approx_dec_rtol: float | None = 1e-6) -> GradientTransformation:
     """Scale the update direction ``d`` by a step size meeting the strong Wolfe conditions
 
     ``f(x + t d) <= f(x) + slope_rtol * t <g, d>`` and
     ``|<g(x + t d), d>| <= curv_rtol * |<g, d>|``,
+
+    where, as Optax, the first may be met instead by Hager and Zhang's approximate decrease
+    ``<g(x + t d), d> <= (2 slope_rtol - 1) <g, d>`` with ``f(x + t d) <= f(x) +
+    approx_dec_rtol * |f(x)|`` (``None``: Armijo's alone): near a minimum, where ``f``
+    changes only in its last bits, no step meets Armijo's test and the search would
+    return 0 every time from then on.
 
     found by bracketing (growing ``t`` by ``increase_factor``) and zooming with cubic
     interpolation.  It needs ``update(d, state, params, value=f(x), grad=g, value_fn=f)``;
@@ -256,6 +263,10 @@ def scale_by_zoom_linesearch(max_linesearch_steps: int = 20, slope_rtol: float =
             t = s.trial
             f, g = evaluate(t)
             decrease_fails = f > value + t * decrease_tol
+            if approx_dec_rtol is not None:
+                approx_fails = ((g > (2 * slope_rtol - 1) * slope)
+                                | (f > value + approx_dec_rtol * fnp.abs(value)))
+                decrease_fails = decrease_fails & approx_fails
             curvature_ok = fnp.abs(g) <= curvature_tol
             good = ~decrease_fails & (f < s.best_value)
             # bracketing (Algorithm 3.5): grow t until [previous, t] holds a good step

@@ -49,6 +49,26 @@ def test_quadratic_on_a_pytree():
     assert p["b"].shape == (3, 1)
 
 
+@pytest.mark.parametrize("approx_dec_rtol, converges", [(1e-6, True), (None, False)])
+def test_line_search_keeps_going_where_the_value_changes_in_its_last_bits(approx_dec_rtol,
+                                                                          converges):
+    # near the minimum no step met Armijo's decrease test (the value changes only at
+    # round-off), every search returned step 0 and L-BFGS stalled at |g| = 2e-7 for good;
+    # Hager and Zhang's approximate decrease (Optax's default) carries it to |g| < 1e-10
+    rng = np.random.default_rng(3)
+    m = rng.standard_normal((8, 8))
+    a, b = fg.tensor(m @ m.T + 0.1 * np.eye(8)), fg.tensor(rng.standard_normal(8))
+
+    def f(x):
+        return 0.5 * fnp.sum(x * (a @ x)) - fnp.sum(b * x)
+
+    opt = optim.chain(optim.scale_by_lbfgs(), optim.scale(-1.0),
+                      optim.scale_by_zoom_linesearch(approx_dec_rtol=approx_dec_rtol))
+    x, _ = minimize(f, fg.zeros(8, dtype=fg.float64), opt, steps=80, tol=1e-20)
+    gradient_norm = float(optim.global_norm(fg.grad(f)(x)))
+    assert (gradient_norm < 1e-10) == converges, gradient_norm
+
+
 def test_two_loop_matches_bfgs_inverse_hessian():
     # with memory >= steps, scale_init_precond=False, and exact (s, y) pairs, L-BFGS's H g
     # equals the BFGS inverse-Hessian update applied to identity, computed densely here
