@@ -13,6 +13,7 @@ integers (wrap-around is kept by the final cast) and rounds once for float16/bfl
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -208,39 +209,15 @@ def _division(is_rem):
 
 
 def _pow(ctx, args, in_avals, out_avals):
-    x, y = args
-    dtype = in_avals[0].dtype
-    if _is_float(dtype):
-        return [ctx.op("Pow", [x, y])]
-    # integers: x ** negative is 0 except 1 ** n = 1 and (-1) ** n = +-1
-    zero, one = ctx.scalar(0, dtype), ctx.scalar(1, dtype)
-    negative = ctx.op("Less", [y, zero])
-    # by squaring: ORT's integer Pow computes in double (3 ** 39 came out 11 too large)
-    power = via(_power_by_squaring, "power_by_squaring")(
-        ctx, [x, ctx.op("Where", [negative, zero, y])], in_avals, out_avals)[0]
-    odd = ctx.op("Equal", [ctx.op("Mod", [ctx.op("Abs", [y]), ctx.scalar(2, dtype)]), one])
-    minus_one_to_y = ctx.op("Where", [odd, ctx.scalar(-1, dtype), one])
-    special = ctx.op("Where", [ctx.op("Equal", [x, one]), one, ctx.op(
-        "Where", [ctx.op("Equal", [x, ctx.scalar(-1, dtype)]), minus_one_to_y, zero])])
-    return [ctx.op("Where", [negative, special, power])]
-
-
-def _power_by_squaring(x, n):
-    """``x ** n`` for integer tensors and ``n >= 0``, wrapping as the eager impl: a loop
-    over the bits of ``n`` (as many as its dtype has)."""
+    if _is_float(in_avals[0].dtype):
+        return _in_dtype(_NUMERIC, lambda ctx, args, i, o: [ctx.op("Pow", args)])(
+            ctx, args, in_avals, out_avals)
     from funcgrad.core.prims import elementwise as ew
-    from funcgrad.core.prims.structural import full_like
-    from funcgrad.transforms.control_flow import fori_loop
 
-    one, two = full_like(n, 1), full_like(n, 2)
-
-    def bit(_, carry):
-        result, base, rest = carry
-        odd = ew.eq(ew.rem(rest, two), one)
-        return (ew.select_n(odd, result, result * base), base * base, ew.div(rest, two))
-
-    bits = 8 * n.dtype.itemsize - (n.dtype.kind == "i")
-    return fori_loop(0, bits, bit, (full_like(x, 1), x, n))[0]
+    # integers by squaring in a Loop: ORT's integer Pow computes in double (3 ** 39 came
+    # out 11 too large)
+    power = functools.partial(ew.integer_power, as_loop=True)
+    return via(power, "integer_power")(ctx, args, in_avals, out_avals)
 
 
 def _integer_pow(ctx, args, in_avals, out_avals, *, y):
@@ -513,7 +490,7 @@ def _declare_elementwise():
             np.dtype(np.uint32), np.dtype(np.uint64)))
     registry["div"].onnx = _division(is_rem=False)
     registry["rem"].onnx = _division(is_rem=True)
-    registry["pow"].onnx = _in_dtype(_NUMERIC, _pow, modular=True)
+    registry["pow"].onnx = _pow
     registry["integer_pow"].onnx = _in_dtype(_NUMERIC, _integer_pow, modular=True)
     registry["max"].onnx = _extremum("Max", "Or")
     registry["min"].onnx = _extremum("Min", "And")

@@ -214,14 +214,20 @@ def linspace(start, stop, num: int = 50, endpoint: bool = True, retstep: bool = 
         raise TypeError(f"linspace: num must be an int, got {num!r}")
     if num < 0:
         raise ValueError(f"linspace: num must be non-negative, got {num}")
-    start_t, stop_t = _as_tensor(start), _as_tensor(stop)
     if dtype is None:
         dtype = dtypes.result_type(start, stop)
         dtype = dtypes.float_dtype_for(dtype)
     dtype = dtypes.canonicalize(dtype)
-    work = dtypes.float_dtype_for(dtype) if dtypes.is_inexact(dtype) else dtypes.float32
-    start_t = ew.convert_element_type(start_t, work)
-    stop_t = ew.convert_element_type(stop_t, work)
+    # float64 for 64-bit integers (float32 cannot count them); Python numbers straight to
+    # it (linspace(-2**40, 2**40, 3, dtype=int64) overflowed the default int32)
+    work = dtypes.float_dtype_for(dtype)
+
+    def in_work(v):
+        if isinstance(v, (int, float)):
+            return _as_tensor(v, work)
+        return ew.convert_element_type(_as_tensor(v), work)
+
+    start_t, stop_t = in_work(start), in_work(stop)
     div = (num - 1) if endpoint else num
     shape = np.broadcast_shapes(start_t.shape, stop_t.shape)
     steps = iota(work, (num, *shape), 0)

@@ -347,7 +347,8 @@ around = round
 
 
 def rint(x):
-    """Round to the nearest integer, half to even."""
+    """Round to the nearest integer, half to even (integers become floats, as JAX)."""
+    (x,) = promote("rint", x, to_inexact=True)
     return round(x)
 
 
@@ -643,9 +644,9 @@ def nan_to_num(x, copy: bool = True, nan: float = 0.0, posinf=None, neginf=None)
 
 def heaviside(x, h0):
     """0 for x < 0, h0 at 0, 1 for x > 0."""
-    x, h0 = promote("heaviside", x, h0)
+    x, h0 = promote("heaviside", x, h0, to_inexact=True)  # floats for integers, as JAX
     out = where(less(x, 0), 0, where(greater(x, 0), 1, h0))  # noqa: F821
-    return where(isnan(x), x, out) if dtypes.is_inexact(x.dtype) else out
+    return where(isnan(x), x, out)
 
 
 def copysign(x, y):

@@ -243,7 +243,11 @@ def _integer_args(name, *xs):
 def _gcd(a, b):
     from funcgrad.transforms.control_flow import while_loop
 
-    a, b = elt.abs(a), elt.abs(b)
+    dtype = a.dtype
+    # in the unsigned type of the same width, where |INT_MIN| fits (abs(INT_MIN) is
+    # INT_MIN: gcd(-2, -128) came out -2); the result cast back, as NumPy's
+    unsigned = np.dtype(f"u{dtype.itemsize}")
+    a, b = elt.abs(a).astype(unsigned), elt.abs(b).astype(unsigned)
     shape = broadcast_shapes("gcd", a.shape, b.shape)
     a, b = broadcast_to(a, shape), broadcast_to(b, shape)
 
@@ -253,7 +257,7 @@ def _gcd(a, b):
         safe = elt.where(nonzero, b, 1)
         return elt.where(nonzero, b, a), elt.where(nonzero, elt.remainder(a, safe), 0)
 
-    return while_loop(lambda ab: red.any(elt.not_equal(ab[1], 0)), step, (a, b))[0]
+    return while_loop(lambda ab: red.any(elt.not_equal(ab[1], 0)), step, (a, b))[0].astype(dtype)
 
 
 def gcd(x1, x2):
@@ -275,7 +279,9 @@ def lcm(x1, x2):
     x1, x2 = _integer_args("lcm", x1, x2)
     g = _gcd(x1, x2)
     zero = elt.equal(g, 0)
-    return elt.where(zero, 0, elt.abs(elt.floor_divide(x1, elt.where(zero, 1, g)) * x2))
+    # |x1| / g * |x2|, wrapping as NumPy's (the absolute value of the wrapped product was
+    # taken before: lcm(-127, -2) in int8 came out 2, NumPy's is -2)
+    return elt.where(zero, 0, elt.floor_divide(elt.abs(x1), elt.where(zero, 1, g)) * elt.abs(x2))
 
 
 def modf(x):

@@ -149,15 +149,27 @@ def _normalized_indices(value, size, axis, mode=None):
     (``mode=None``), clamped into range (``"clip"``) or left out of range (``"fill"``,
     for the caller's mask)."""
     if not _is_traced(value):
-        arr = np.asarray(value).astype(np.int64)  # uint8 + size 300 overflowed
+        given = np.asarray(value)
+        arr = given
+        if arr.dtype == np.uint64:  # 2**64 - 1 is out of range, not -1
+            arr = np.minimum(arr, np.uint64(np.iinfo(np.int64).max))
+        arr = arr.astype(np.int64)  # uint8 + size 300 overflowed
         if mode is None and arr.size and (arr.min() < -size or arr.max() >= size):
-            bad = arr[(arr < -size) | (arr >= size)].flat[0]
+            bad = given[(arr < -size) | (arr >= size)].flat[0]
             raise IndexError(f"index {bad} is out of bounds for axis {axis} with size {size}")
         arr = np.where(arr < 0, arr + size, arr)
         if mode == "clip":
             arr = np.clip(arr, 0, max(size - 1, 0))
         return asarray(arr.astype(np.int32 if size < 2**31 else np.int64))
-    value = ew.convert_element_type(value, dtypes.int32) if value.dtype != dtypes.int32 else value
+    if value.dtype != dtypes.int32:
+        if value.dtype.itemsize >= 4:
+            # out of range stays out of range: clamped into [-size - 1, size] before the
+            # cast (which wrapped: uint64 2**64 - 1 read the last element, int64 2**32 + 1
+            # the second)
+            value = ew.min(value, st.full(value.shape, size, value.dtype))
+            if value.dtype.kind == "i":
+                value = ew.max(value, st.full(value.shape, -size - 1, value.dtype))
+        value = ew.convert_element_type(value, dtypes.int32)
     size_t = st.full(value.shape, size, value.dtype)
     value = ew.select_n(ew.lt(value, st.zeros_like(value)), value, ew.add(value, size_t))
     if mode == "clip":
@@ -361,6 +373,8 @@ def _signed(indices):
     the range checks compare with: OverflowError under jit)."""
     wide = dtypes.int64 if indices.dtype.itemsize >= 4 and indices.dtype != dtypes.int32 \
         else dtypes.int32
+    if indices.dtype == dtypes.uint64:  # 2**64 - 1 is out of range, not -1
+        indices = ew.min(indices, st.full(indices.shape, np.iinfo(np.int64).max, indices.dtype))
     return ew.convert_element_type(indices, wide) if indices.dtype != wide else indices
 
 
@@ -616,6 +630,9 @@ def take(x, indices, axis=None, mode=None, unique_indices: bool = False,
     indices = indices if isinstance(indices, Tensor) else _index_array(indices)
     size = x.shape[axis]
     if mode in ("clip", "wrap") and size:
+        if mode == "wrap" and indices.dtype.kind == "u" and size <= np.iinfo(indices.dtype).max:
+            # modulo before a signed cast saturates the largest uint64 values
+            indices = ew.rem(indices, st.full(indices.shape, size, indices.dtype))
         indices = _signed(indices)
         bound = st.full(indices.shape, size, indices.dtype)
         if mode == "clip":

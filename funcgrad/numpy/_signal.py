@@ -326,7 +326,7 @@ def histogram_bin_edges(a, bins=10, range=None, weights=None):  # noqa: A002
         raise NotImplementedError("histogram_bin_edges: string values for bins are not "
                                   "supported; pass an int or the edges")
     a = asarray(a)
-    dtype = a.dtype if dtypes.is_inexact(a.dtype) else dtypes.float32
+    dtype = dtypes.float_dtype_for(a.dtype)
     if dtypes.is_complex(dtype):
         raise TypeError("histogram_bin_edges: a must be real")
     a = _shape.ravel(a)

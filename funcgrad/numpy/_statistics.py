@@ -26,8 +26,8 @@ def quantile(a, q, axis=None, out=None, overwrite_input: bool = False,
     if method not in _METHODS:
         raise ValueError(f"quantile: method must be one of {_METHODS}, got {method!r}")
     a = asarray(a)
-    if not dtypes.is_inexact(a.dtype):
-        a = a.astype(dtypes.float32)
+    if not dtypes.is_inexact(a.dtype):  # float64 for 64-bit integers, as NumPy and JAX
+        a = a.astype(dtypes.float_dtype_for(a.dtype))
     q = asarray(q, a.dtype)  # Python numbers straight to a's precision (0.1 not via float32)
     axes = normalize_axes("quantile", axis, a.ndim)
     kept = [d for d in range(a.ndim) if d not in axes]
@@ -81,7 +81,7 @@ def percentile(a, q, axis=None, out=None, overwrite_input: bool = False,
     """The ``q``-th percentiles (``q`` in [0, 100]); see ``quantile``."""
     no_out("percentile", out)
     a = asarray(a)
-    dtype = a.dtype if dtypes.is_inexact(a.dtype) else dtypes.float32
+    dtype = dtypes.float_dtype_for(a.dtype)
     return quantile(a, asarray(q, dtype) / 100.0, axis=axis, keepdims=keepdims, method=method)
 
 

@@ -497,3 +497,42 @@ def test_lexsort_and_partitions():
                                       np.partition(x, kth, axis=1)[:, kth])
     with pytest.raises(ValueError, match="kth"):
         fnp.partition(fg.tensor(x), 7)
+
+
+# --- integer edge cases, found by an audit against NumPy and JAX -----------------------------
+
+
+@pytest.mark.parametrize("dtype", ["int8", "int32", "int64", "uint8", "uint64"])
+def test_gcd_lcm_at_the_integer_limits(dtype):
+    # abs(INT_MIN) is INT_MIN: gcd(-2, -128) in int8 came out -2; lcm took the absolute
+    # value of the wrapped product (lcm(-127, -2) in int8 gave 2, NumPy's is -2)
+    info = np.iinfo(dtype)
+    a = RNG.integers(info.min, info.max, 40, dtype=dtype, endpoint=True)
+    b = RNG.integers(info.min, info.max, 40, dtype=dtype, endpoint=True)
+    a[:4], b[:4] = [info.min, info.min, 0, info.max], [info.min, 0, info.min, info.max]
+    if info.min < 0:
+        a[4:7], b[4:7] = [-2, -127, info.min], [info.min, -2, 6]
+    with np.errstate(over="ignore"):
+        for name in ("gcd", "lcm"):
+            for got in _both(getattr(X, name), a, b):
+                np.testing.assert_array_equal(got.numpy(), getattr(np, name)(a, b))
+                assert got.dtype == dtype
+
+
+def test_integer_statistics_and_float_results_as_jax():
+    # 64-bit integers give float64 (as mean); median of 10**10 + 1 was float32 1e10
+    big = np.array([10**10 + 1] * 3, np.int64)
+    for name, fn in (("median", fnp.median), ("quantile", lambda a: fnp.quantile(a, 0.5)),
+                     ("percentile", lambda a: fnp.percentile(a, 50))):
+        for got in _both(fn, big):
+            assert got.dtype == np.float64 and got.item() == 10**10 + 1, name
+    assert fnp.histogram(fg.tensor(big), bins=2)[0].dtype == np.float64
+    assert fnp.median(fg.tensor(np.array([1, 2, 4], np.int32))).dtype == np.float32
+    # heaviside and rint of integers are floats (JAX); heaviside was int8, rint int8
+    got = fnp.heaviside(fg.tensor(np.array([-1, 0, 7], np.int8)),
+                        fg.tensor(np.array([0, 5, 0], np.int8)))
+    assert got.dtype == np.float32 and got.tolist() == [0.0, 5.0, 1.0]
+    assert fnp.rint(fg.tensor(np.array([1, 2], np.int8))).dtype == np.float32
+    # linspace with a 64-bit integer dtype takes bounds beyond int32 (they overflowed)
+    got = fnp.linspace(-2**40, 2**40, 3, dtype=np.int64)
+    assert got.dtype == np.int64 and got.tolist() == [-2**40, 0, 2**40]

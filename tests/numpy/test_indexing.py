@@ -562,3 +562,25 @@ def test_traced_indices_of_every_integer_dtype_under_jit(dtype):
                                fnp.take_along_axis(x, i, 0)))(x, i)
     assert got[0].tolist() == got[1].tolist() == got[3].tolist() == [5.0, 120.0]
     assert got[2].numpy()[[5, 120]].tolist() == [-1.0, -1.0]
+
+
+def test_uint64_indices_beyond_int64_are_out_of_range():
+    # 2**64 - 1 was read as -1 (the last element), eagerly and compiled
+    x = fg.tensor(np.arange(10) * 10)
+    huge = fg.tensor(np.array([2**64 - 1, 2**63], np.uint64))
+    with pytest.raises(IndexError, match="18446744073709551615"):
+        x[huge]
+    with pytest.raises(IndexError):
+        x.at[huge].set(-5)
+    for fn in (lambda x, i: fnp.take(x, i, mode="clip"),
+               lambda x, i: fnp.take(x, i, mode="wrap"),
+               lambda x, i: fnp.take(x, i, mode="fill", fill_value=-7)):
+        assert fn(x, huge).tolist() == fg.jit(fn)(x, huge).tolist()
+    assert fnp.take(x, huge, mode="clip").tolist() == [90, 90]
+    assert fnp.take(x, huge, mode="wrap").tolist() == [50, 80]  # the true value modulo 10
+    assert fnp.take(x, huge, mode="fill", fill_value=-7).tolist() == [-7, -7]
+    # compiled, out-of-range indices clamp (as JAX) instead of wrapping in the int32 cast
+    assert fg.jit(lambda x, i: x[i])(x, huge).tolist() == [90, 90]
+    big = fg.tensor(np.array([2**32 + 1, -2**40], np.int64))
+    assert fg.jit(lambda x, i: x[i])(x, big).tolist() == [90, 0]
+    assert fg.jit(lambda x, i: x.at[i].add(1))(x, big).tolist() == x.tolist()

@@ -697,6 +697,46 @@ complex_ = globals()["complex"]
 del globals()["complex"]
 
 
+def integer_power(x, y, *, as_loop: bool = False):
+    """``x ** y`` for integer tensors of one dtype, as the eager impl: by squaring over the
+    bits of ``y`` (wrapping, as NumPy), and for ``y < 0`` 0 except ``1 ** y = 1`` and
+    ``(-1) ** y = +-1``.  Unrolled for compiled code (one fused kernel: IREE's integer
+    power lost large exponents, 3 ** 254 in uint8 came out 0), or one loop over the bits
+    with ``as_loop`` (ONNX, where Runtime's integer Pow computes in double).
+
+    >>> integer_power(fg.tensor([3, -1, 2]), fg.tensor([4, -3, -1]))
+    tensor([81, -1,  0], dtype=int32)
+    """
+    from funcgrad.core.prims.structural import full_like
+    from funcgrad.transforms.control_flow import fori_loop
+
+    signed = y.dtype.kind == "i"
+    zero, one = full_like(y, 0), full_like(y, 1)
+    negative = lt(y, zero)
+
+    def odd(n):
+        return ne(and_p.bind(n, one), zero)
+
+    def bit(_, carry):
+        result, base, rest = carry
+        return (select_n(odd(rest), result, result * base), base * base,
+                shift_right_logical(rest, one))
+
+    carry = (full_like(x, 1), x, select_n(negative, y, zero) if signed else y)
+    bits = 8 * y.dtype.itemsize - signed
+    if as_loop:
+        carry = fori_loop(0, bits, bit, carry)
+    else:
+        for _ in range(bits):
+            carry = bit(None, carry)
+    if not signed:
+        return carry[0]
+    unit = select_n(odd(y), full_like(x, 1), full_like(x, -1))  # (-1) ** y
+    special = select_n(eq(x, full_like(x, -1)),
+                       select_n(eq(x, full_like(x, 1)), full_like(x, 0), full_like(x, 1)), unit)
+    return select_n(negative, carry[0], special)
+
+
 def integer_pow(x, y: int):
     return integer_pow_p.bind(x, y=int(y))
 
@@ -823,6 +863,8 @@ def _lower_pow(ctx, args, in_avals, out_avals):
     from funcgrad.lowering import rules
 
     (x, y), (aval,) = args, out_avals
+    if dtypes.is_integer(aval.dtype):
+        return rules.via(integer_power)(ctx, args, in_avals, out_avals)
     if not dtypes.is_inexact(aval.dtype) or dtypes.is_complex(aval.dtype):
         return ctx.op("stablehlo.power", args, out_avals)
     aval = aval.strip_weak()
