@@ -165,6 +165,21 @@ def check_destination(path: str, who: str) -> None:
                                 f"(one inside it, say) instead")
 
 
+def _file_mode(path: str) -> int:
+    """The permissions ``open(path, "w")`` would leave: an existing file's own, else 0o666
+    less the umask (safetensors creates its files 0600, unreadable to the group)."""
+    with contextlib.suppress(OSError):
+        return os.stat(path).st_mode & 0o7777
+    with contextlib.suppress(OSError, ValueError):
+        with open("/proc/self/status") as status:  # reads the umask without changing it
+            for line in status:
+                if line.startswith("Umask:"):
+                    return 0o666 & ~int(line.split()[1], 8)
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
 def write_atomically(path: str, write: Callable[[str], None], *, who: str) -> None:
     """Have ``write(temporary)`` write a file next to ``path`` and rename it to ``path``.
 
@@ -179,6 +194,7 @@ def write_atomically(path: str, write: Callable[[str], None], *, who: str) -> No
         write(temporary)
         with open(temporary, "rb") as written:
             os.fsync(written.fileno())
+        os.chmod(temporary, _file_mode(path))
         os.replace(temporary, path)
     except BaseException:
         with contextlib.suppress(OSError):

@@ -356,6 +356,10 @@ def truncated_normal(key, lower, upper, shape: Sequence[int] | None = None,
     else:
         shape = _shape("truncated_normal", shape)
         _check_broadcast("truncated_normal", shape, lower.shape, upper.shape)
+    if (type(lower) is Tensor and type(upper) is Tensor
+            and np.any(lower.numpy() > upper.numpy())):  # concrete bounds only
+        raise ValueError("truncated_normal: lower must not exceed upper (samples outside "
+                         "the interval came out)")
     sqrt2 = math.sqrt(2)
     a = ew.erf(ew.div(lower, st.full(lower.shape, sqrt2, dtype)))
     b = ew.erf(ew.div(upper, st.full(upper.shape, sqrt2, dtype)))

@@ -183,3 +183,19 @@ def test_save_to_a_directory_names_it_and_leaves_no_temporary(tmp_path):
     with pytest.raises(IsADirectoryError, match="is a directory; pass the path of a file"):
         fg.save(tmp_path, {"a": fg.ones(1)})
     assert list(tmp_path.parent.glob(f".{tmp_path.name}*")) == []
+
+
+def test_saved_files_get_the_permissions_open_would_give(tmp_path):
+    # safetensors writes 0600 files: a saved model was unreadable to the group
+    import os
+
+    previous = os.umask(0o022)
+    try:
+        path = tmp_path / "m.safetensors"
+        fg.save(path, {"w": fg.ones(2)})
+        assert os.stat(path).st_mode & 0o777 == 0o644
+        os.chmod(path, 0o640)  # an existing file keeps its own
+        fg.save(path, {"w": fg.zeros(2)})
+        assert os.stat(path).st_mode & 0o777 == 0o640
+    finally:
+        os.umask(previous)

@@ -672,3 +672,9 @@ def test_key_from_traced_seed():
 def test_randint_small_dtypes_match_jax(dtype, low, high, want):
     got = random.randint(random.key(0), (6,), low, high, dtype)
     assert got.dtype == dtype and got.tolist() == want
+
+
+def test_truncated_normal_refuses_lower_above_upper():
+    # it returned -2.0000002, outside the interval
+    with pytest.raises(ValueError, match="lower must not exceed upper"):
+        random.truncated_normal(random.key(0), 2.0, -2.0, (3,))

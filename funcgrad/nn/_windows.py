@@ -19,18 +19,27 @@ from funcgrad.core.prims.dot import dot_general
 from funcgrad.core.tensor import Tensor
 from funcgrad.numpy._util import asarray, promote
 
+# the least value each window argument may take (dilation 0 gave a wrong output shape,
+# stride 0 a ZeroDivisionError)
+_LEAST = {"kernel_size": 1, "stride": 1, "dilation": 1, "padding": 0, "output_padding": 0}
+
 
 def as_tuple(name: str, what: str, value, n: int) -> tuple[int, ...]:
     """``value`` (an int or a sequence of ``n`` ints) as a tuple of ``n`` ints."""
     if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
-        return (int(value),) * n
-    try:
-        values = tuple(int(v) for v in value)
-    except TypeError:
-        raise TypeError(f"{name}: {what} must be an int or a tuple of {n} ints, got "
-                        f"{value!r}") from None
-    if len(values) != n:
-        raise ValueError(f"{name}: {what} must be an int or a tuple of {n} ints, got {value!r}")
+        values = (int(value),) * n
+    else:
+        try:
+            values = tuple(int(v) for v in value)
+        except TypeError:
+            raise TypeError(f"{name}: {what} must be an int or a tuple of {n} ints, got "
+                            f"{value!r}") from None
+        if len(values) != n:
+            raise ValueError(f"{name}: {what} must be an int or a tuple of {n} ints, got "
+                             f"{value!r}")
+    least = _LEAST.get(what, 0)
+    if any(v < least for v in values):
+        raise ValueError(f"{name}: {what} must be at least {least}, got {value!r}")
     return values
 
 

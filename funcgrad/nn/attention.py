@@ -143,6 +143,7 @@ class MultiheadAttention(Module):
 
         def combine(mask):
             nonlocal allowed, additive
+            F.check_attention_mask("MultiheadAttention", mask)
             if mask.dtype == bool:
                 allowed = ~mask if allowed is None else allowed & ~mask
             else:

@@ -182,6 +182,14 @@ def one_hot(tensor, num_classes: int = -1, dtype=dtypes.int32) -> Tensor:
                         f"{tensor.dtype.name}")
     if num_classes == -1:
         num_classes = int(np.max(np.asarray(tensor))) + 1 if tensor.size else 0
+    if type(tensor) is Tensor and tensor.size:
+        # concrete labels are checked, as PyTorch does (a bad one gave a row of zeros;
+        # traced ones cannot be, and still do, as JAX's one_hot)
+        labels = tensor.numpy()
+        bad = labels[(labels < 0) | (labels >= num_classes)]
+        if bad.size:
+            raise IndexError(f"one_hot: class {int(bad[0])} is out of bounds for "
+                             f"num_classes={num_classes}")
     classes = fnp.arange(num_classes, dtype=tensor.dtype)
     return (fnp.expand_dims(tensor, -1) == classes).astype(dtype)
 
@@ -658,6 +666,14 @@ def causal_mask(target_length: int, source_length: int) -> Tensor:
     return cols <= rows
 
 
+def check_attention_mask(name: str, mask) -> None:
+    """Refuse an attention mask that is neither bool nor floating (as PyTorch): a 0/1
+    integer mask would be added to the scores, masking nothing."""
+    if mask.dtype != np.bool_ and not dtypes.is_inexact(mask.dtype):
+        raise TypeError(f"{name}: a mask must be bool or floating (added to the scores), "
+                        f"got {mask.dtype.name}; for a 0/1 mask use mask.astype(bool)")
+
+
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p: float = 0.0,
                                  is_causal: bool = False, scale: float | None = None, *,
                                  dropout_key=None) -> Tensor:
@@ -707,6 +723,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p: f
         allowed = causal_mask(query.shape[-2], key.shape[-2])
     elif attn_mask is not None:
         attn_mask = asarray(attn_mask)
+        check_attention_mask("scaled_dot_product_attention", attn_mask)
         if attn_mask.dtype == np.bool_:
             allowed = attn_mask
         else:

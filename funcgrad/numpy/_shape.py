@@ -696,21 +696,21 @@ def diag(v, k: int = 0):
 def tril(x, k: int = 0):
     """Lower triangle of the last two axes (zeros above diagonal ``k``)."""
     x = asarray(x)
-    from funcgrad.numpy._creation import tri
+    from funcgrad.numpy._creation import tri, zeros_like
     from funcgrad.numpy._elementwise import where
 
     mask = tri(x.shape[-2], x.shape[-1], k, dtype=dtypes.bool_)
-    return where(mask, x, 0)
+    return where(mask, x, zeros_like(x))  # x's dtype: a bool 0 stays bool
 
 
 def triu(x, k: int = 0):
     """Upper triangle of the last two axes (zeros below diagonal ``k``)."""
     x = asarray(x)
-    from funcgrad.numpy._creation import tri
+    from funcgrad.numpy._creation import tri, zeros_like
     from funcgrad.numpy._elementwise import where
 
     mask = tri(x.shape[-2], x.shape[-1], k - 1, dtype=dtypes.bool_)
-    return where(mask, 0, x)
+    return where(mask, zeros_like(x), x)  # x's dtype: a bool 0 stays bool
 
 
 def diff(x, n: int = 1, axis: int = -1, prepend=None, append=None):

@@ -14,6 +14,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
+import numpy as np
+
 import funcgrad.numpy as fnp
 from funcgrad import tree
 from funcgrad.core import dtypes
@@ -113,6 +115,12 @@ def scale_by_learning_rate(learning_rate, *, flip_sign: bool = True) -> Gradient
     sign = -1 if flip_sign else 1
     if callable(learning_rate):
         return scale_by_schedule(lambda count: sign * learning_rate(count))
+    # checked here, not at the first update, where "0.1" * -1 was string repetition and a
+    # list broadcast against the gradients
+    ndim = learning_rate.ndim if isinstance(learning_rate, Tensor) else np.ndim(learning_rate)
+    if learning_rate is None or isinstance(learning_rate, (str, bytes, bool)) or ndim != 0:
+        raise TypeError(f"learning_rate must be a number, a scalar tensor or a schedule "
+                        f"(a function of the step count), got {learning_rate!r}")
     return scale(sign * learning_rate)
 
 
@@ -337,6 +345,9 @@ def clip_by_global_norm(max_norm: float) -> GradientTransformation:
     >>> opt.update({"w": fg.tensor([3.0, 4.0])}, opt.init(None))[0]["w"]
     tensor([0.6, 0.8], dtype=float32)
     """
+
+    if isinstance(max_norm, (int, float)) and max_norm < 0:  # would flip the gradients
+        raise ValueError(f"clip_by_global_norm: max_norm must be >= 0, got {max_norm}")
 
     def init_fn(params):
         return EmptyState()

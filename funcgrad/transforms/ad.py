@@ -420,9 +420,15 @@ def vjp(fun, *primals, has_aux: bool = False):
 
 def _argnums_tuple(argnums, nargs, name):
     single = isinstance(argnums, int)
-    nums = (argnums,) if single else tuple(argnums)
+    try:
+        nums = (argnums,) if single else tuple(argnums)
+    except TypeError:
+        nums = None
+    if nums is None or isinstance(argnums, str) or not all(isinstance(n, int) for n in nums):
+        raise TypeError(f"{name}: argnums must be an int or a tuple of ints (positions of "
+                        f"positional arguments), got {argnums!r}")
     for n in nums:
-        if not isinstance(n, int) or not -nargs <= n < nargs:
+        if not -nargs <= n < nargs:
             raise ValueError(f"{name}: argnums {argnums} out of range for {nargs} positional "
                              "argument(s)")
     normalized = tuple(n % nargs for n in nums)

@@ -186,3 +186,21 @@ def test_scaled_dot_product_attention():
         F.scaled_dot_product_attention(t(x), t(x), t(x), attn_mask=t(bias), is_causal=True)
     with pytest.raises(ValueError, match="dropout_key"):
         F.scaled_dot_product_attention(t(x), t(x), t(x), dropout_p=0.1)
+
+
+def test_integer_masks_are_refused():
+    # a 0/1 int mask was added to the scores (+1), masking nothing; PyTorch refuses it
+    mha = nn.MultiheadAttention(8, 2, key=fg.random.key(0))
+    x = fg.random.normal(fg.random.key(1), (1, 4, 8))
+    ints = fg.tensor(np.triu(np.ones((4, 4), np.int32), 1))
+    with pytest.raises(TypeError, match="bool or floating.*int32"):
+        mha(x, x, x, attn_mask=ints)
+    with pytest.raises(TypeError, match="bool or floating"):
+        mha(x, x, x, key_padding_mask=fg.tensor(np.zeros((1, 4), np.int32)))
+    with pytest.raises(TypeError, match="bool or floating"):
+        F.scaled_dot_product_attention(x, x, x, attn_mask=ints)
+    # fnp.triu of a bool matrix stays bool (it was int32, an additive mask): it masks
+    causal = fg.numpy.triu(fg.ones((4, 4), dtype=fg.bool_), 1)
+    assert causal.dtype == np.bool_
+    np.testing.assert_allclose(mha(x, x, x, attn_mask=causal).numpy(),
+                               mha(x, x, x, is_causal=True).numpy(), rtol=1e-6)

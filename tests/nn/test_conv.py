@@ -286,3 +286,19 @@ def test_pool_grads_and_vmap():
     np.testing.assert_allclose(fg.vmap(nn.MaxPool2d(2))(x), nn.MaxPool2d(2)(x))
     with pytest.raises(ValueError, match="half the kernel"):
         nn.MaxPool2d(2, padding=2)(x)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: nn.Conv2d(1, 1, 3, dilation=0, key=fg.random.key(0)),
+    lambda: nn.Conv2d(1, 1, 3, stride=0, key=fg.random.key(0)),
+    lambda: nn.Conv2d(1, 1, 0, key=fg.random.key(0)),
+    lambda: nn.Conv2d(1, 1, 3, padding=-1, key=fg.random.key(0)),
+    lambda: nn.MaxPool2d(2, stride=0),
+    lambda: nn.AvgPool2d(0),
+    lambda: F.max_pool2d(fg.ones((1, 1, 5, 5)), 2, dilation=0),
+    lambda: F.conv2d(fg.ones((1, 1, 5, 5)), fg.ones((1, 1, 3, 3)), stride=(1, 0)),
+])
+def test_window_arguments_below_their_least_value_raise(make):
+    # dilation 0 gave a wrong output shape silently; stride 0 a ZeroDivisionError
+    with pytest.raises(ValueError, match="must be at least"):
+        make()

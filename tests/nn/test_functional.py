@@ -305,3 +305,12 @@ def test_mean_loss_of_only_ignored_targets_is_nan_with_zero_gradient(loss):
     assert value.dtype == np.float32 and np.isnan(value.item())
     for grad in (fg.grad(loss)(x, t), fg.jit(fg.grad(loss))(x, t)):
         np.testing.assert_array_equal(grad.numpy(), np.zeros((2, 3), np.float32))
+
+
+def test_one_hot_of_concrete_out_of_range_classes_raises():
+    # a bad class gave a row of zeros (PyTorch raises); traced ones still do, as JAX
+    for labels in ([1, 5], [-1]):
+        with pytest.raises(IndexError, match="out of bounds for num_classes=3"):
+            F.one_hot(fg.tensor(labels), 3)
+    assert fg.jit(lambda t: F.one_hot(t, 3))(fg.tensor([1, 5])).tolist() == [[0, 1, 0],
+                                                                           [0, 0, 0]]

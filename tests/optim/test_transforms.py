@@ -153,3 +153,15 @@ def test_tree_leaves_of_states_are_tensors():
                 optim.rmsprop(0.1, centered=True, momentum=0.5), optim.adagrad(0.1),
                 optim.sgd(optim.exponential_decay(0.1, 10, 0.5))]:
         assert all(isinstance(x, fg.Tensor) for x in tree.leaves(opt.init(p)))
+
+
+@pytest.mark.parametrize("learning_rate", ["0.1", [0.1], None, True, np.ones(2)])
+def test_a_learning_rate_that_is_not_a_number_raises_at_construction(learning_rate):
+    # "0.1" * -1 was string repetition at the first update, a list broadcast
+    with pytest.raises(TypeError, match="learning_rate must be a number"):
+        optim.sgd(learning_rate)
+
+
+def test_negative_clip_norm_raises():
+    with pytest.raises(ValueError, match="max_norm must be >= 0"):
+        optim.clip_by_global_norm(-1.0)  # it flipped the gradients' sign

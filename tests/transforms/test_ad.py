@@ -809,3 +809,9 @@ def test_linearize_with_aux_as_jax():
     np.testing.assert_allclose(float(y), np.sin(0.5))
     np.testing.assert_allclose(float(f_jvp(t64(2.0))), 2 * np.cos(0.5))
     np.testing.assert_allclose(float(aux["c"]), np.cos(0.5))
+
+
+@pytest.mark.parametrize("argnums", ["x", (0, 1.0), 1.0])
+def test_argnums_of_the_wrong_type_name_the_expected_type(argnums):
+    with pytest.raises(TypeError, match="argnums must be an int or a tuple of ints"):
+        fg.grad(lambda x: x.sum(), argnums=argnums)(fg.ones(2))
