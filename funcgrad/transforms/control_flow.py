@@ -1337,6 +1337,16 @@ def _while_loop_op(ctx, init, init_avals, cond_fn, body_fn):
             if shared or (k in marked and rules.may_alias_argument(ctx, init[k])):
                 op.operands[k] = rules.fresh_copy(ctx, init[k], init_avals[k], tag=copies)
                 copies += 1
+        # A carry handed on unchanged whose start other operations outside also use goes
+        # behind a barrier: IREE 3.13 forwards the start into the loop, merges an
+        # operation on it inside (-k) with the same one outside and then fails to compile
+        # the loop ("failed to legalize operation 'stablehlo.multiply'": jit(grad) of a
+        # scan of [y[1], -k * y[0]] with k = a[0])
+        for k in handed_on:
+            start = op.operands[k]
+            if any(use.owner != op.operation for use in start.uses):
+                (op.operands[k],) = ctx.op("stablehlo.optimization_barrier", [start],
+                                           [init_avals[k]])
     return list(op.results)
 
 

@@ -808,3 +808,18 @@ def test_jit_grad_of_a_scan_iree_cannot_schedule_compiles_with_fusion(caplog):
     for g, w in zip(got, want, strict=True):
         np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-4, atol=1e-6)
     assert "could not schedule" in caplog.text
+
+
+def test_grad_of_a_scan_negating_a_closed_over_slice_compiles():
+    # IREE 3.13 forwarded the unchanging carry k into the loop, merged -k inside with the
+    # -k of the backward pass outside and failed: "failed to legalize operation
+    # 'stablehlo.multiply'" (found by an ODE integrator's gradient)
+    def f(a):
+        k = a[0]
+        y, _ = fg.scan(lambda y, _: (fnp.stack([y[1], -k * y[0]]), None), fg.ones(2), None,
+                       length=3)
+        return y.sum()
+
+    a = fg.tensor([3.0, 0.3])
+    np.testing.assert_allclose(fg.jit(fg.grad(f))(a).numpy(), fg.grad(f)(a).numpy(),
+                               rtol=1e-6)
