@@ -132,10 +132,19 @@ def conv(name: str, x, weight, bias, stride, padding, dilation, groups: int,
     dilation = as_tuple(name, "dilation", dilation, n_spatial)
     pairs = padding_pairs(name, padding, n_spatial, kernel, dilation, stride)
     y = _conv_padded(name, _pad(x, pairs, 0), weight, stride, dilation, groups)
-    if bias is not None:
-        bias = asarray(bias).astype(y.dtype)
-        y = y + st.reshape(bias, (1, bias.shape[0]) + (1,) * n_spatial)
+    y = _add_bias(name, y, bias, n_spatial)
     return st.reshape(y, y.shape[1:]) if unbatched else y
+
+
+def _add_bias(name: str, y: Tensor, bias, n_spatial: int) -> Tensor:
+    """``y`` (N, C_out, *spatial) plus ``bias`` (C_out,) per channel; None adds nothing."""
+    if bias is None:
+        return y
+    bias = asarray(bias)
+    if bias.shape != (y.shape[1],):  # the broadcast's own error named neither
+        raise ValueError(f"{name}: bias must have shape (out_channels,) = ({y.shape[1]},), "
+                         f"got {bias.shape}")
+    return y + st.reshape(bias.astype(y.dtype), (1, y.shape[1]) + (1,) * n_spatial)
 
 
 def _conv_padded(name, x, weight, stride, dilation, groups) -> Tensor:
@@ -185,9 +194,7 @@ def conv_transpose(name: str, x, weight, bias, stride, padding, output_padding, 
     w = st.reshape(w, (groups * c_out_group, c_in // groups, *kernel))
     w = st.rev(w, tuple(range(2, 2 + n_spatial)))
     y = _conv_padded(name, x, w, (1,) * n_spatial, dilation, groups)
-    if bias is not None:
-        bias = asarray(bias).astype(y.dtype)
-        y = y + st.reshape(bias, (1, bias.shape[0]) + (1,) * n_spatial)
+    y = _add_bias(name, y, bias, n_spatial)
     return st.reshape(y, y.shape[1:]) if unbatched else y
 
 

@@ -18,7 +18,7 @@ from funcgrad.core import dtypes
 from funcgrad.core.prims import elementwise as ew
 from funcgrad.core.tensor import Tensor
 from funcgrad.nn import _windows
-from funcgrad.numpy._util import asarray
+from funcgrad.numpy._util import asarray, normalize_axis
 from funcgrad.transforms.custom import custom_jvp, stop_gradient
 
 __all__ = [
@@ -148,6 +148,8 @@ def softmax(input, dim: int = -1) -> Tensor:
     tensor([0.5, 0.5], dtype=float32)
     """
     input = _float(input)
+    if dim is not None:  # (None: over every axis, as JAX)
+        dim = normalize_axis("softmax: dim", dim, input.ndim)
     shifted = input - stop_gradient(fnp.max(input, axis=dim, keepdims=True))
     e = fnp.exp(shifted)
     return e / fnp.sum(e, axis=dim, keepdims=True)
@@ -160,6 +162,8 @@ def log_softmax(input, dim: int = -1) -> Tensor:
     tensor([-0.6931472, -0.6931472], dtype=float32)
     """
     input = _float(input)
+    if dim is not None:  # (None: over every axis, as JAX)
+        dim = normalize_axis("log_softmax: dim", dim, input.ndim)
     shifted = input - stop_gradient(fnp.max(input, axis=dim, keepdims=True))
     return shifted - fnp.log(fnp.sum(fnp.exp(shifted), axis=dim, keepdims=True))
 

@@ -50,6 +50,9 @@ class Linear(Module):
     def __init__(self, in_features: int, out_features: int, bias: bool = True, *, key,
                  dtype=None):
         dtype = _dtype(dtype)
+        for what, size in (("in_features", in_features), ("out_features", out_features)):
+            if not isinstance(size, (int, np.integer)) or isinstance(size, bool) or size < 0:
+                raise ValueError(f"Linear: {what} must be a non-negative int, got {size!r}")
         wkey, bkey = random.split(key)
         self.in_features, self.out_features = int(in_features), int(out_features)
         self.weight = init.kaiming_uniform(wkey, (out_features, in_features), dtype,

@@ -122,6 +122,8 @@ def chain(*transforms: GradientTransformation) -> GradientTransformation:
             raise ValueError(f"chain: the state has {len(state)} entries but the chain has "
                              f"{len(transforms)} transformations; was it made by this "
                              "optimizer's init?")
+        if params is not None:
+            check_matching("update", "updates", updates, "params", params)
         new_state = []
         for t, s, extra in zip(transforms, state, passes_extra, strict=True):
             updates, s = t.update(updates, s, params, **(extra_args if extra else {}))
@@ -148,7 +150,29 @@ def apply_updates(params: Any, updates: Any) -> Any:
         p = fnp.asarray(p)
         return fnp.add(p, u).astype(p.dtype)
 
+    check_matching("apply_updates", "updates", updates, "params", params)
     return tree.map(apply, params, updates, is_leaf=lambda x: x is None)
+
+
+def check_matching(name: str, what: str, values: Any, against_name: str, against: Any) -> None:
+    """Raise a ValueError naming the first leaf where the pytree ``values`` does not match
+    ``against`` in structure or shape (the arithmetic's own error named neither the leaf
+    nor the argument: "add: shapes (4,) and (3,) cannot be broadcast together")."""
+    def is_leaf(x):
+        return x is None
+
+    if tree.structure(values, is_leaf=is_leaf) != tree.structure(against, is_leaf=is_leaf):
+        raise ValueError(f"{name}: {what} and {against_name} have different tree "
+                         f"structures: {tree.structure(values, is_leaf=is_leaf)} against "
+                         f"{tree.structure(against, is_leaf=is_leaf)}")
+    for (path, v), a in zip(tree.leaves_with_path(values, is_leaf=is_leaf),
+                            tree.leaves(against, is_leaf=is_leaf), strict=True):
+        if v is None or a is None:
+            continue
+        if np.shape(v) != np.shape(a):
+            where = "".join(f"[{k!r}]" for k in path) or "(the root)"
+            raise ValueError(f"{name}: {what}{where} has shape {tuple(np.shape(v))} but "
+                             f"{against_name}{where} has shape {tuple(np.shape(a))}")
 
 
 # --- tree helpers shared by the transformations -----------------------------------------------

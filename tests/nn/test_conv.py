@@ -302,3 +302,11 @@ def test_window_arguments_below_their_least_value_raise(make):
     # dilation 0 gave a wrong output shape silently; stride 0 a ZeroDivisionError
     with pytest.raises(ValueError, match="must be at least"):
         make()
+
+
+def test_a_bias_of_the_wrong_size_is_named():
+    with pytest.raises(ValueError, match=r"conv2d: bias must have shape \(out_channels,\) = "
+                                         r"\(4,\), got \(5,\)"):
+        F.conv2d(fg.ones((1, 3, 8, 8)), fg.ones((4, 3, 3, 3)), fg.ones(5))
+    with pytest.raises(ValueError, match=r"bias must have shape \(out_channels,\) = \(3,\)"):
+        F.conv_transpose2d(fg.ones((1, 2, 4, 4)), fg.ones((2, 3, 3, 3)), fg.ones(2))

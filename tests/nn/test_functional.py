@@ -314,3 +314,14 @@ def test_one_hot_of_concrete_out_of_range_classes_raises():
             F.one_hot(fg.tensor(labels), 3)
     assert fg.jit(lambda t: F.one_hot(t, 3))(fg.tensor([1, 5])).tolist() == [[0, 1, 0],
                                                                            [0, 0, 0]]
+
+
+def test_bad_sizes_and_dims_are_named():
+    with pytest.raises(ValueError, match="Linear: in_features must be a non-negative int"):
+        nn.Linear(-4, 2, key=fg.random.key(0))  # was "math domain error"
+    with pytest.raises(ValueError, match="Linear: in_features must be a non-negative int"):
+        nn.Linear(4.0, 2, key=fg.random.key(0))
+    with pytest.raises(ValueError, match="softmax: dim: axis 3 is out of bounds"):
+        nn.Softmax(3)(fg.ones((2, 3)))  # was reported by max
+    with pytest.raises(ValueError, match="log_softmax: dim: axis 5"):
+        F.log_softmax(fg.ones((2, 3)), dim=5)

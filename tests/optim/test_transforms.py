@@ -165,3 +165,17 @@ def test_a_learning_rate_that_is_not_a_number_raises_at_construction(learning_ra
 def test_negative_clip_norm_raises():
     with pytest.raises(ValueError, match="max_norm must be >= 0"):
         optim.clip_by_global_norm(-1.0)  # it flipped the gradients' sign
+
+
+def test_gradients_that_do_not_match_the_params_name_the_leaf():
+    # the arithmetic's own error named neither: "add: shapes (4,) and (3,) cannot be ..."
+    params = {"w": fg.ones(3)}
+    opt = optim.adam(1e-3)
+    state = opt.init(params)
+    with pytest.raises(ValueError, match=r"update: updates\['w'\] has shape \(4,\) but "
+                                         r"params\['w'\] has shape \(3,\)"):
+        opt.update({"w": fg.ones(4)}, state, params)
+    with pytest.raises(ValueError, match="different tree structures"):
+        opt.update({"w": fg.ones(3), "b": fg.ones(1)}, state, params)
+    with pytest.raises(ValueError, match=r"apply_updates: updates\['w'\] has shape \(4,\)"):
+        optim.apply_updates(params, {"w": fg.ones(4)})
