@@ -221,6 +221,9 @@ def save(path: str | os.PathLike, tree: Any) -> None:
 
     >>> fg.save("model.safetensors", {"w": fg.ones(3)})
     """
+    if not isinstance(path, (str, bytes, os.PathLike)) and isinstance(tree, (str, os.PathLike)):
+        raise TypeError("fg.save(path, tree): the path comes first (torch.save takes the "
+                        "object first); call fg.save(path, tree)")
     path = os.fspath(path)
     check_destination(path, "fg.save")
     names, description, _ = _names_and_structure(tree)

@@ -199,3 +199,8 @@ def test_saved_files_get_the_permissions_open_would_give(tmp_path):
         assert os.stat(path).st_mode & 0o777 == 0o640
     finally:
         os.umask(previous)
+
+
+def test_save_with_torch_argument_order_says_so(tmp_path):
+    with pytest.raises(TypeError, match=r"the path comes first"):
+        fg.save({"w": fg.ones(2)}, tmp_path / "m.safetensors")

@@ -195,7 +195,9 @@ class Tracer(Tensor):
 
         return CPU
 
-    def _concretization_error(self, what: str) -> ConcretizationError:
+    def _concretization_error(self, what: str) -> Exception:
+        if not self._interp.active:  # the transformation is over: the advice below is not
+            return _leaked(self)
         label = getattr(self, "label", None)
         origin = f" ({label})" if label else ""
         return ConcretizationError(

@@ -280,7 +280,11 @@ def nll_loss(input, target, weight=None, ignore_index: int = -100,
     tensor(1., dtype=float32)
     """
     _check_reduction("nll_loss", reduction)
-    input, target = _float(input), _signed_labels(asarray(target))
+    input, target = _float(input), asarray(target)
+    if not dtypes.is_integer(target.dtype):
+        raise TypeError(f"nll_loss: target must be integer class indices, got dtype "
+                        f"{target.dtype.name}")
+    target = _signed_labels(target)
     logp = _class_axis_last("nll_loss", input, target.shape)
     loss, w = _weighted_nll("nll_loss", logp, target, weight, ignore_index)
     if reduction == "mean":

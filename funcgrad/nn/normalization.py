@@ -175,6 +175,12 @@ class BatchNorm(Module):
             raise TypeError("BatchNorm: the second argument must be the state from "
                             "bn.initial_state() (or the state a previous call returned)")
         state = state if isinstance(state, BatchNormState) else BatchNormState(*state)
+        for name in ("running_mean", "running_var"):
+            value = getattr(state, name)
+            if value is not None and tuple(fnp.shape(value)) != (self.num_features,):
+                raise ValueError(f"BatchNorm: state.{name} has shape {tuple(fnp.shape(value))}, "
+                                 f"this layer's is ({self.num_features},); pass the state "
+                                 "from this layer's initial_state()")
         if not dtypes.is_inexact(x.dtype):
             x = x.astype(dtypes.float32)
         axes = (0,) + tuple(range(2, x.ndim))

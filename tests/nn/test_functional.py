@@ -325,3 +325,8 @@ def test_bad_sizes_and_dims_are_named():
         nn.Softmax(3)(fg.ones((2, 3)))  # was reported by max
     with pytest.raises(ValueError, match="log_softmax: dim: axis 5"):
         F.log_softmax(fg.ones((2, 3)), dim=5)
+
+
+def test_nll_loss_names_float_labels():
+    with pytest.raises(TypeError, match="nll_loss: target must be integer class indices"):
+        F.nll_loss(fg.zeros((2, 3)), fg.tensor([0.0, 1.0]))  # named take_along_axis

@@ -143,3 +143,10 @@ def test_batch_norm_grad_jit_and_errors():
     assert isinstance(grads, nn.BatchNorm) and int(new_state.num_batches_tracked) == 1
     with pytest.raises(ValueError, match=r"BatchNorm: expected input of shape \(N, 2, ...\)"):
         bn(fg.ones((4, 3)), state)
+
+
+def test_another_layers_state_is_named():
+    # was "add: shapes (5,) and (4,) cannot be broadcast together"
+    with pytest.raises(ValueError, match=r"state.running_mean has shape \(5,\), this "
+                                         r"layer's is \(4,\)"):
+        nn.BatchNorm(4)(fg.ones((8, 4)), nn.BatchNorm(5).initial_state())

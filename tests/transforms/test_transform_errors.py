@@ -330,6 +330,11 @@ def test_leaked_tracer_raises_when_used(transform):
         fg.grad(lambda y: (y * leaked).sum())(x)
     with pytest.raises(LeakedTracerError):
         fg.vmap(lambda y: y * leaked)(t64([[1.0, 2.0]]))
+    # asking for its numbers says it leaked too (it advised fg.cond / static_argnums)
+    with pytest.raises(LeakedTracerError, match="leaked tracer"):
+        leaked.numpy()
+    with pytest.raises(LeakedTracerError, match="leaked tracer"):
+        bool(leaked[0])
 
 
 def test_leaked_tracer_from_vjp_closure():
