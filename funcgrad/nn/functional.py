@@ -732,6 +732,12 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p: f
     elif attn_mask is not None:
         attn_mask = asarray(attn_mask)
         check_attention_mask("scaled_dot_product_attention", attn_mask)
+        try:
+            np.broadcast_shapes(attn_mask.shape, scores.shape)
+        except ValueError:
+            raise ValueError(f"scaled_dot_product_attention: attn_mask of shape "
+                             f"{attn_mask.shape} does not broadcast to the scores' shape "
+                             f"{scores.shape} (..., L, S)") from None
         if attn_mask.dtype == np.bool_:
             allowed = attn_mask
         else:

@@ -204,3 +204,10 @@ def test_integer_masks_are_refused():
     assert causal.dtype == np.bool_
     np.testing.assert_allclose(mha(x, x, x, attn_mask=causal).numpy(),
                                mha(x, x, x, is_causal=True).numpy(), rtol=1e-6)
+
+
+def test_a_mask_of_the_wrong_shape_names_the_scores_shape():
+    x = fg.ones((2, 4, 8))
+    with pytest.raises(ValueError, match=r"attn_mask of shape \(3, 3\) does not broadcast "
+                                         r"to the scores' shape \(2, 4, 4\)"):
+        F.scaled_dot_product_attention(x, x, x, attn_mask=fg.ones((3, 3)) > 0)
