@@ -125,8 +125,16 @@ def chain(*transforms: GradientTransformation) -> GradientTransformation:
         if params is not None:
             check_matching("update", "updates", updates, "params", params)
         new_state = []
-        for t, s, extra in zip(transforms, state, passes_extra, strict=True):
-            updates, s = t.update(updates, s, params, **(extra_args if extra else {}))
+        for i, (t, s, extra) in enumerate(zip(transforms, state, passes_extra, strict=True)):
+            try:
+                updates, s = t.update(updates, s, params, **(extra_args if extra else {}))
+            except AttributeError as err:
+                # another optimizer's state: "'EmptyState' object has no attribute 'mu'"
+                if f"'{type(s).__name__}' object has no attribute" not in str(err):
+                    raise
+                raise ValueError(f"update: transformation {i} of the chain cannot use the "
+                                 f"state it was given ({type(s).__name__}); was the state "
+                                 "made by this optimizer's init?") from err
             new_state.append(s)
         return updates, tuple(new_state)
 

@@ -179,3 +179,12 @@ def test_gradients_that_do_not_match_the_params_name_the_leaf():
         opt.update({"w": fg.ones(3), "b": fg.ones(1)}, state, params)
     with pytest.raises(ValueError, match=r"apply_updates: updates\['w'\] has shape \(4,\)"):
         optim.apply_updates(params, {"w": fg.ones(4)})
+
+
+def test_another_optimizers_state_is_named():
+    # was AttributeError: 'EmptyState' object has no attribute 'mu'
+    params = {"w": fg.ones(3)}
+    state = optim.sgd(0.1).init(params)
+    with pytest.raises(ValueError, match=r"cannot use the state it was given \(EmptyState\); "
+                                         r"was the state made by this optimizer's init"):
+        optim.adam(1e-3).update(params, state, params)
