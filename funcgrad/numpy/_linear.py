@@ -41,7 +41,11 @@ def matmul(a, b, *, precision=None, preferred_element_type=None):
         sb = b.shape[:1] if squeeze_b else b.shape
         raise ValueError(f"matmul: shapes {sa} and {sb} do not align "
                          f"({a.shape[-1]} != {b.shape[-2]})")
-    batch = broadcast_shapes("matmul", a.shape[:-2], b.shape[:-2])
+    try:
+        batch = broadcast_shapes("matmul", a.shape[:-2], b.shape[:-2])
+    except ValueError:  # name the operands' shapes, not just their leading axes
+        raise ValueError(f"matmul: the leading (batch) axes of shapes {a.shape} and "
+                         f"{b.shape} do not broadcast together") from None
     if a.ndim == 2 and b.ndim == 2:
         out = dot_general(a, b, (((1,), (0,)), ((), ())))
     elif b.ndim == 2:

@@ -130,7 +130,9 @@ def test_matmul_mismatch_names_op_and_shapes(a, b):
 
 
 def test_matmul_batch_mismatch():
-    with pytest.raises(ValueError, match=r"matmul.*\(2,\).*\(3,\)"):
+    # the whole shapes, not only the leading axes ("shapes (2,) and (3,)")
+    with pytest.raises(ValueError, match=r"matmul: the leading \(batch\) axes of shapes "
+                                         r"\(2, 2, 3\) and \(3, 3, 4\)"):
         fnp.matmul(fg.ones((2, 2, 3)), fg.ones((3, 3, 4)))
 
 
