@@ -44,6 +44,31 @@ _HIDDEN = (_FROZEN, _CHILDREN, _AUX)
 # --- static values in the tree definition --------------------------------------------------
 
 
+_CONTAINERS = (list, tuple, dict)  # and Module, added below its definition
+
+
+def _static_equal(a, b) -> bool:
+    """Whether two static field values are the same, leaf by leaf: a Module or container
+    compared by its structure alone let jit reuse a program traced for other values (a
+    static sub-module whose leaves are numbers), and lists of arrays or of modules never
+    compared equal (every freshly built model retraced)."""
+    if a is b:
+        return True
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, np.ndarray):
+        return a.shape == b.shape and a.dtype == b.dtype and bool(np.array_equal(a, b))
+    if isinstance(a, _CONTAINERS):
+        leaves_a, structure_a = optree.tree_flatten(a, namespace=_NS)
+        leaves_b, structure_b = optree.tree_flatten(b, namespace=_NS)
+        return structure_a == structure_b and all(
+            _static_equal(x, y) for x, y in zip(leaves_a, leaves_b, strict=True))
+    try:
+        return bool(a == b)
+    except Exception:  # noqa: BLE001  (an odd __eq__: treat as different)
+        return False
+
+
 class _Static:
     """Wraps a static field value so the treedef can be hashed and compared even when the
     value is unhashable (a list, a NumPy array): equal values hash alike by type."""
@@ -53,32 +78,19 @@ class _Static:
     def __init__(self, value):
         self.value = value
 
-    def _key(self):
-        value = self.value
-        if isinstance(value, Module):
-            return (type(value), optree.tree_structure(value, namespace=_NS))
-        return value
-
     def __eq__(self, other):
         if not isinstance(other, _Static):
             return NotImplemented
-        a, b = self.value, other.value
-        if a is b:
-            return True
-        if type(a) is not type(b):
-            return False
-        if isinstance(a, np.ndarray):
-            return a.shape == b.shape and a.dtype == b.dtype and bool(np.array_equal(a, b))
-        try:
-            return bool(self._key() == other._key())
-        except Exception:  # noqa: BLE001  (an odd __eq__: treat as different)
-            return False
+        return _static_equal(self.value, other.value)
 
     def __hash__(self):
+        value = self.value
         try:
-            return hash(self._key())
+            if isinstance(value, _CONTAINERS):  # leaves left out: equal ones hash alike
+                return hash((type(value), optree.tree_structure(value, namespace=_NS)))
+            return hash(value)
         except TypeError:
-            return hash(type(self.value))
+            return hash(type(value))
 
     def __repr__(self):
         return repr(self.value)
@@ -419,3 +431,6 @@ class Identity(Module):
 
     def forward(self, x):
         return x
+
+
+_CONTAINERS = (*_CONTAINERS, Module)  # static sub-modules compare leaf by leaf too

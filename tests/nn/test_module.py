@@ -226,3 +226,41 @@ def test_builtin_layers_hold_float_leaves_only():
             assert leaf.dtype == np.float32, type(layer).__name__
     grads = fg.grad(lambda ls: sum(p.sum() for p in nn.parameters(ls)))(layers)
     assert len(nn.parameters(grads)) == len(nn.parameters(layers))
+
+
+class _Scale(nn.Module):
+    w: fg.Tensor
+
+    def __init__(self):
+        self.w = fg.ones(3)
+
+
+class _WithConfig(nn.Module):
+    w: fg.Tensor
+    cfg: object
+
+    def __init__(self, cfg):
+        self.w = fg.ones(3)
+        self.cfg = cfg
+
+    def forward(self, x):
+        return x * self.w * self.cfg.w
+
+
+def test_static_fields_compare_leaf_by_leaf_for_jit():
+    # a static sub-module whose leaves are numbers compared by structure alone: jit ran
+    # the program traced for cfg.w = 2 on cfg.w = 5 (stale results)
+    two, five = (fg.tree.map(lambda a, v=v: v, _Scale()) for v in (2.0, 5.0))
+    assert fg.tree.structure(_WithConfig(two)) != fg.tree.structure(_WithConfig(five))
+    traces = []
+    f = fg.jit(lambda m, x: (traces.append(1), m(x))[1])
+    assert f(_WithConfig(two), fg.ones(3)).tolist() == [2.0] * 3
+    assert f(_WithConfig(five), fg.ones(3)).tolist() == [5.0] * 3
+    for _ in range(2):  # a fresh model of the same config: no retrace
+        f(_WithConfig(two), fg.ones(3))
+    assert len(traces) == 2
+    # equal lists of arrays or of modules are equal (every fresh model retraced)
+    first = fg.tree.structure(_WithConfig([np.arange(3), nn.ReLU()]))
+    assert first == fg.tree.structure(_WithConfig([np.arange(3), nn.ReLU()]))
+    assert hash(first) == hash(fg.tree.structure(_WithConfig([np.arange(3), nn.ReLU()])))
+    assert first != fg.tree.structure(_WithConfig([np.arange(4), nn.ReLU()]))
