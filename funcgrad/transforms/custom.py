@@ -236,13 +236,17 @@ class custom_jvp:  # noqa: N801  (JAX's name)
 
         def jvp(primals, tangents):
             out = self.fun(*primals)
-            total = None
+            out_leaves, out_tree = tree_flatten(out)
+            total = None  # the tangent's leaves, summed leaf by leaf (outputs may be pytrees)
             for rule, t in zip(partials, tangents, strict=False):
                 if rule is None:
                     continue
-                term = rule(t, out, *primals)
-                total = term if total is None else total + term
-            return out, total if total is not None else zeros_for(aval_of(as_tensor(out)))
+                term = tree_flatten(rule(t, out, *primals))[0]
+                total = term if total is None else [a + b for a, b in zip(total, term,
+                                                                          strict=True)]
+            if total is None:
+                total = [zeros_for(aval_of(as_tensor(leaf))) for leaf in out_leaves]
+            return out, tree_unflatten(out_tree, total)
 
         self.jvp = jvp
 

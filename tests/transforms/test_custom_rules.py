@@ -473,3 +473,26 @@ def test_make_ir_traces_array_keyword_arguments_as_inputs():
                                                                                 mode="add")
     assert len(ir.in_vars) == 2 and not ir.consts
     assert [e.prim.name for e in ir.equations] == ["add"]
+
+
+def test_defjvps_with_pytree_outputs():
+    # the terms were added with + (TypeError for dicts), and rules all None gave one zero
+    x = fg.tensor(np.array([0.1, 0.2, 0.3]))
+
+    @fg.custom_jvp
+    def q(a, b):
+        return {"s": a * b, "d": a - b}
+
+    q.defjvps(lambda t, ans, a, b: {"s": t * b * 5.0, "d": t},
+              lambda t, ans, a, b: {"s": t * a, "d": -t * 3.0})
+    _, tangent = fg.jvp(q, (x, x + 1), (fg.ones_like(x), 2 * fg.ones_like(x)))
+    np.testing.assert_allclose(tangent["s"].numpy(), 5 * (x.numpy() + 1) + 2 * x.numpy())
+    np.testing.assert_allclose(tangent["d"].numpy(), [-5.0] * 3)
+
+    @fg.custom_jvp
+    def r(a, b):
+        return (a * b, a)
+
+    r.defjvps(None, None)
+    _, (t0, t1) = fg.jvp(r, (x, x + 1), (x, x))
+    assert t0.tolist() == [0.0] * 3 and t1.tolist() == [0.0] * 3
