@@ -129,9 +129,14 @@ def _build_representation(obj) -> tuple[tuple, tuple]:
         if kind == "dynamic":
             children.append(value)
         else:
-            leaves, spec = optree.tree_flatten(value, namespace=_NS)
+            # the field's own structure with None (no leaves) for its non-Tensor leaves:
+            # the Tensors keep their paths ('layers', 2, 'weight'); a flat tuple of them
+            # numbered them 0, 1, 2... whatever the field held (save keys included)
+            leaves, spec = optree.tree_flatten(value, none_is_leaf=True, namespace=_NS)
             mask = tuple(isinstance(leaf, Tensor) for leaf in leaves)
-            children.append(tuple(leaf for leaf, m in zip(leaves, mask, strict=True) if m))
+            children.append(optree.tree_map(lambda leaf: leaf if isinstance(leaf, Tensor)
+                                            else None, value, none_is_leaf=True,
+                                            namespace=_NS))
             others = tuple(_Static(leaf) for leaf, m in zip(leaves, mask, strict=True) if not m)
             mixed.append((name, spec, mask, others))
     return tuple(children), (tuple(names), tuple(static), tuple(mixed))
@@ -158,8 +163,9 @@ def _unflatten_module(cls, aux, children):
     for name, child in zip(names, children, strict=True):
         if name in mixed_by_name:
             spec, mask, others = mixed_by_name[name]
-            tensors, rest = iter(child), iter(others)
-            leaves = [next(tensors) if m else next(rest).value for m in mask]
+            tensors = optree.tree_leaves(child, none_is_leaf=True, namespace=_NS)
+            rest = iter(others)
+            leaves = [t if m else next(rest).value for t, m in zip(tensors, mask, strict=True)]
             child = optree.tree_unflatten(spec, leaves)
         values[name] = child
     # keep the fields in declaration order (repr, replace)

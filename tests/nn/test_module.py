@@ -264,3 +264,19 @@ def test_static_fields_compare_leaf_by_leaf_for_jit():
     assert first == fg.tree.structure(_WithConfig([np.arange(3), nn.ReLU()]))
     assert hash(first) == hash(fg.tree.structure(_WithConfig([np.arange(3), nn.ReLU()])))
     assert first != fg.tree.structure(_WithConfig([np.arange(4), nn.ReLU()]))
+
+
+def test_a_field_mixing_layers_and_functions_keeps_the_layers_paths():
+    # such a field was flattened to one flat tuple: layers[0]'s bias had the path
+    # ('layers', 1), the place of F.relu, and fg.save wrote 'layers.1'
+    k0, k1 = fg.random.split(fg.random.key(0))
+    seq = nn.Sequential(nn.Linear(2, 3, key=k0), nn.functional.relu, nn.Linear(3, 1, key=k1))
+    assert [path for path, _ in tree.leaves_with_path(seq)] == [
+        ("layers", 0, "weight"), ("layers", 0, "bias"), ("layers", 2, "weight"),
+        ("layers", 2, "bias")]
+    doubled = tree.map(lambda a: a * 2, seq)
+    assert doubled.layers[1] is nn.functional.relu
+    np.testing.assert_allclose(doubled.layers[2].weight.numpy(), 2 * seq.layers[2].weight.numpy())
+    x = fg.ones((4, 2))
+    np.testing.assert_allclose(fg.jit(lambda m, x: m(x))(seq, x).numpy(), seq(x).numpy(),
+                               rtol=1e-6)
