@@ -110,7 +110,7 @@ def _field_kind(value) -> str:
     return "dynamic" if all(tensors) else "mixed"
 
 
-def _build_representation(obj) -> tuple[tuple, tuple]:
+def _build_representation(obj, kinds=None) -> tuple[tuple, tuple]:
     """(children, aux) of a module from its field values.
 
     Children are the dynamic field values, and for a mixed field (say a tuple of layers and
@@ -121,7 +121,7 @@ def _build_representation(obj) -> tuple[tuple, tuple]:
     values = obj.__dict__
     for name in type(obj)._module_fields:
         value = values[name]
-        kind = _field_kind(value)
+        kind = (kinds or {}).get(name) or _field_kind(value)
         if kind == "static":
             static.append((name, _Static(value)))
             continue
@@ -293,7 +293,15 @@ class Module(metaclass=_ModuleMeta):
         obj = object.__new__(cls)
         values = {name: fields.get(name, self.__dict__[name]) for name in cls._module_fields}
         obj.__dict__.update(values)
-        children, aux = _build_representation(obj)
+        # the fields not replaced keep their kind: a module whose leaves tree.map made
+        # numbers had them turned into static fields (its structure changed)
+        names, static, mixed = self.__dict__[_AUX]
+        kinds = {name: "dynamic" for name in names}
+        kinds.update({name: "static" for name, _ in static})
+        kinds.update({m[0]: "mixed" for m in mixed})
+        for name in fields:
+            kinds.pop(name, None)
+        children, aux = _build_representation(obj, kinds)
         _freeze(obj, children, aux)
         return obj
 

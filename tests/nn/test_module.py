@@ -280,3 +280,13 @@ def test_a_field_mixing_layers_and_functions_keeps_the_layers_paths():
     x = fg.ones((4, 2))
     np.testing.assert_allclose(fg.jit(lambda m, x: m(x))(seq, x).numpy(), seq(x).numpy(),
                                rtol=1e-6)
+
+
+def test_replace_keeps_the_kind_of_the_fields_it_does_not_replace():
+    # a module whose leaves tree.map made numbers (a mask, say) lost them as leaves on
+    # replace(): they became static fields and the structure changed
+    lin = nn.Linear(2, 3, key=fg.random.key(0))
+    mask = tree.map(lambda a: a.ndim > 1, lin)
+    assert tree.leaves(mask.replace()) == [True, False]
+    assert tree.structure(mask.replace()) == tree.structure(mask)
+    assert tree.leaves(mask.replace(bias=fg.zeros(3)))[1].tolist() == [0.0] * 3
