@@ -344,7 +344,7 @@ class _Failure:
 
 
 def _path_text(path: tuple) -> str:
-    return "".join(f"[{key!r}]" for key in path) or "(root)"
+    return _tree.keystr(path) or "(root)"
 
 
 def _describe(name: str, leaves, treedef) -> tuple:

@@ -35,8 +35,8 @@ PyTreeDef = optree.PyTreeSpec
 """The structure of a pytree (what :func:`structure` and :func:`flatten` return)."""
 
 __all__ = [
-    "NAMESPACE", "PyTreeDef", "all", "broadcast", "flatten", "flatten_with_path", "leaves",
-    "leaves_with_path", "map", "map_with_path", "reduce", "register_dataclass",
+    "NAMESPACE", "PyTreeDef", "all", "broadcast", "flatten", "flatten_with_path", "keystr",
+    "leaves", "leaves_with_path", "map", "map_with_path", "reduce", "register_dataclass",
     "register_node", "structure", "structure_equal", "transpose", "unflatten",
 ]
 
@@ -87,6 +87,15 @@ def leaves_with_path(tree: Any, is_leaf: Callable[[Any], bool] | None = None) ->
     paths, values, _ = optree.tree_flatten_with_path(tree, is_leaf=is_leaf,
                                                      namespace=NAMESPACE)
     return list(zip(paths, values, strict=True))
+
+
+def keystr(path: tuple) -> str:
+    """A leaf's path as indexing text (``""`` for the root), as ``jax.tree_util.keystr``.
+
+    >>> fg.tree.keystr(("a", 0))
+    "['a'][0]"
+    """
+    return "".join(f"[{key!r}]" for key in path)
 
 
 def structure(tree: Any, is_leaf: Callable[[Any], bool] | None = None) -> PyTreeDef:

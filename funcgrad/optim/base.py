@@ -169,16 +169,16 @@ def check_matching(name: str, what: str, values: Any, against_name: str, against
     def is_leaf(x):
         return x is None
 
-    if tree.structure(values, is_leaf=is_leaf) != tree.structure(against, is_leaf=is_leaf):
+    pairs, structure = tree.flatten_with_path(values, is_leaf=is_leaf)
+    others, other_structure = tree.flatten(against, is_leaf=is_leaf)
+    if structure != other_structure:
         raise ValueError(f"{name}: {what} and {against_name} have different tree "
-                         f"structures: {tree.structure(values, is_leaf=is_leaf)} against "
-                         f"{tree.structure(against, is_leaf=is_leaf)}")
-    for (path, v), a in zip(tree.leaves_with_path(values, is_leaf=is_leaf),
-                            tree.leaves(against, is_leaf=is_leaf), strict=True):
+                         f"structures: {structure} against {other_structure}")
+    for (path, v), a in zip(pairs, others, strict=True):
         if v is None or a is None:
             continue
         if np.shape(v) != np.shape(a):
-            where = "".join(f"[{k!r}]" for k in path) or "(the root)"
+            where = tree.keystr(path) or "(the root)"
             raise ValueError(f"{name}: {what}{where} has shape {tuple(np.shape(v))} but "
                              f"{against_name}{where} has shape {tuple(np.shape(a))}")
 

@@ -21,6 +21,7 @@ from funcgrad.core.tensor import Tensor, wrap
 from funcgrad.transforms.ad import JVPTracer, as_tensor, tree_flatten, tree_unflatten, zeros_for
 from funcgrad.transforms.ir_transforms import batch_ir, jvp_ir, partial_eval_ir, transpose_ir
 from funcgrad.transforms.tracing import hoist_consts, trace_to_ir
+from funcgrad.tree import keystr
 
 
 def _eager_values(leaves) -> bool:
@@ -128,7 +129,7 @@ def _signature(fun):
 
 def _leaf_names(prefix, tree):
     """One readable name per leaf of ``tree``: ``prefix``, ``prefix[0]``, ``prefix['a']``."""
-    return [prefix + "".join(f"[{k!r}]" for k in path) for path in tree.paths()]
+    return [prefix + keystr(path) for path in tree.paths()]
 
 
 def _describe(aval) -> str:
