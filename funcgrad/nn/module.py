@@ -134,9 +134,8 @@ def _build_representation(obj, kinds=None) -> tuple[tuple, tuple]:
             # numbered them 0, 1, 2... whatever the field held (save keys included)
             leaves, spec = optree.tree_flatten(value, none_is_leaf=True, namespace=_NS)
             mask = tuple(isinstance(leaf, Tensor) for leaf in leaves)
-            children.append(optree.tree_map(lambda leaf: leaf if isinstance(leaf, Tensor)
-                                            else None, value, none_is_leaf=True,
-                                            namespace=_NS))
+            children.append(optree.tree_unflatten(
+                spec, [leaf if m else None for leaf, m in zip(leaves, mask, strict=True)]))
             others = tuple(_Static(leaf) for leaf, m in zip(leaves, mask, strict=True) if not m)
             mixed.append((name, spec, mask, others))
     return tuple(children), (tuple(names), tuple(static), tuple(mixed))
