@@ -47,6 +47,11 @@ class _Cell(Module):
         expected = x.shape[:-1] + (self.hidden_size,)
         if h is None:
             return x, fnp.zeros(expected, self.weight_ih.dtype)
+        if isinstance(h, (tuple, list)):
+            # a GRU state passed LSTM-style, (h, c), would become one stacked tensor
+            raise TypeError(f"{name}: the hidden state must be one tensor of shape {expected}, "
+                            f"got a {type(h).__name__} of {len(h)}; {name} keeps no cell "
+                            "state (LSTMCell takes (h, c))")
         h = asarray(h)
         if h.shape != expected:
             raise ValueError(f"{name}: expected hidden state of shape {expected} for input of "
@@ -134,7 +139,10 @@ class LSTMCell(_Cell):
             h = c = None
         else:
             if not isinstance(hc, (tuple, list)) or len(hc) != 2:
-                raise TypeError("LSTMCell: the state must be a pair (h, c)")
+                got = type(hc).__name__
+                got += f" of {len(hc)}" if isinstance(hc, (tuple, list)) else ""
+                raise TypeError(f"LSTMCell: the state must be a pair (h, c) of tensors, got "
+                                f"a {got}")
             h, c = hc
         x, h = self._check(x, h)
         _, c = self._check(x, c)

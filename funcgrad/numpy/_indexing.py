@@ -515,6 +515,12 @@ def _scattered_factors(x, index, values, method, mode):
 
 def _update(x, index, values, mode, index_mode=None):
     x = asarray(x)
+    values = asarray(values)
+    if dtypes.is_complex(values.dtype) and not dtypes.is_complex(x.dtype):
+        # casting back to the tensor's dtype would drop the imaginary parts unseen
+        raise TypeError(f"at[].{mode}: complex values cannot update a {x.dtype.name} tensor "
+                        "without losing their imaginary parts; make the tensor complex "
+                        "first (t.astype(fg.complex64).at[...]) or pass values.real")
     if mode in ("add", "mul") and x.dtype != dtypes.bool_:
         # as JAX: combined in the promoted dtype, then cast back (an int32 tensor's
         # .at[:].mul(1.5) scales [3, 10] to [4, 15], not by 1)

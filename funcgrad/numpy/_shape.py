@@ -209,7 +209,12 @@ def concatenate(arrays, axis: int | None = 0, dtype=None):
         raise ValueError("concatenate: zero-dimensional tensors cannot be concatenated")
     axis = normalize_axis("concatenate", axis, ndim)
     for a in arrays[1:]:
-        if a.ndim != ndim or a.shape[:axis] != arrays[0].shape[:axis] or \
+        if a.ndim != ndim:
+            raise ValueError(f"concatenate: tensors of shapes {arrays[0].shape} and {a.shape} "
+                             f"have different numbers of dimensions ({ndim} and {a.ndim}); "
+                             "every tensor needs the same rank (reshape or expand_dims first, "
+                             "or use fnp.stack for a new axis)")
+        if a.shape[:axis] != arrays[0].shape[:axis] or \
                 a.shape[axis + 1:] != arrays[0].shape[axis + 1:]:
             raise ValueError(f"concatenate: shapes {arrays[0].shape} and {a.shape} differ "
                              f"outside axis {axis}")
@@ -270,21 +275,37 @@ def split(x, indices_or_sections, axis: int = 0):
                              "equal sections (use array_split)")
         bounds = [i * (n // sections) for i in range(sections + 1)]
     else:
+        try:
+            points = [operator.index(i) for i in indices_or_sections]
+        except TypeError:
+            raise TypeError(f"split: indices_or_sections must be an int (the number of equal "
+                            f"sections) or a sequence of int split points, got "
+                            f"{indices_or_sections!r:.60}") from None
         # NumPy slices x[lo:hi] between the indices, so negative ones count from the end
-        bounds = [0, *[builtins.min(builtins.max(int(i) + n if int(i) < 0 else int(i), 0), n)
-                       for i in indices_or_sections], n]
+        bounds = [0, *[builtins.min(builtins.max(i + n if i < 0 else i, 0), n)
+                       for i in points], n]
     return [
         _take_range(x, axis, lo, builtins.max(lo, hi))
         for lo, hi in zip(bounds, bounds[1:], strict=False)
     ]
 
 
-def array_split(x, sections: int, axis: int = 0):
-    """Split into ``sections`` nearly equal pieces."""
+def array_split(x, indices_or_sections, axis: int = 0):
+    """Split into N nearly equal pieces (the first ``size % N`` one longer), or at the
+    given indices as :func:`split`.
+
+    >>> [p.shape for p in fnp.array_split(fnp.ones(7), 3)]
+    [(3,), (2,), (2,)]
+    """
     x = asarray(x)
     axis = normalize_axis("array_split", axis, x.ndim)
-    n = x.shape[axis]
-    base, extra = divmod(n, sections)
+    if not isinstance(indices_or_sections, (int, np.integer)):
+        return split(x, indices_or_sections, axis)
+    sections = int(indices_or_sections)
+    if sections <= 0:
+        raise ValueError(f"array_split: the number of sections must be positive, got "
+                         f"{sections}")
+    base, extra = divmod(x.shape[axis], sections)
     sizes = [base + (i < extra) for i in range(sections)]
     return split(x, np.cumsum(sizes)[:-1].tolist(), axis)
 

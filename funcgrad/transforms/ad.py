@@ -26,7 +26,7 @@ from funcgrad.core.primitive import UndefinedPrimal
 from funcgrad.core.prims import elementwise as ew
 from funcgrad.core.prims.structural import full
 from funcgrad.core.tensor import Tensor
-from funcgrad.transforms.tracing import TraceInterpreter, check_not_leaked
+from funcgrad.transforms.tracing import TraceInterpreter, check_callable, check_not_leaked
 
 _NS = "funcgrad"
 
@@ -181,6 +181,7 @@ def jvp(fun, primals, tangents, has_aux: bool = False):
     >>> fg.jvp(fnp.sin, (fg.tensor(0.0),), (fg.tensor(1.0),))
     (tensor(0., dtype=float32), tensor(1., dtype=float32))
     """
+    check_callable("jvp", fun)
     if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
         raise TypeError("jvp: primals and tangents must be tuples (one entry per argument)")
     flat_p, tree_p = tree_flatten(tuple(primals))
@@ -318,6 +319,7 @@ def linearize(fun, *primals, has_aux: bool = False):
     >>> f_jvp(fg.tensor(2.0))
     tensor(2., dtype=float32)
     """
+    check_callable("linearize", fun)
     flat, in_tree = tree_flatten(tuple(primals))
     flat = [as_tensor(p) for p in flat]
     flat_fun, store = _flatten_fun(fun, in_tree, has_aux)
@@ -383,6 +385,7 @@ def vjp(fun, *primals, has_aux: bool = False):
     >>> pullback(fg.tensor(1.0))
     (tensor(6., dtype=float32),)
     """
+    check_callable("vjp", fun)
     flat, in_tree = tree_flatten(tuple(primals))
     flat = [as_tensor(p) for p in flat]
     flat_fun, store = _flatten_fun(fun, in_tree, has_aux)
@@ -492,6 +495,7 @@ def value_and_grad(fun, argnums=0, has_aux: bool = False, holomorphic: bool = Fa
 
 
 def _value_and_grad(fun, argnums, has_aux, holomorphic, allow_int, name):
+    check_callable(name, fun)
     @functools.wraps(fun)
     def value_and_grad_fun(*args, **kwargs):
         nums, single = _argnums_tuple(argnums, len(args), name)
@@ -599,6 +603,8 @@ def jacfwd(fun, argnums=0, has_aux: bool = False, holomorphic: bool = False):
     from funcgrad.numpy import moveaxis, reshape
     from funcgrad.transforms.batching import vmap
 
+    check_callable("jacfwd", fun)
+
     def jacfun(*args, **kwargs):
         single, flat_in, in_tree, flat_fun, store = _jacobian_inputs(
             "jacfwd", fun, argnums, has_aux, holomorphic, args, kwargs)
@@ -647,6 +653,8 @@ def jacrev(fun, argnums=0, has_aux: bool = False, holomorphic: bool = False,
     from funcgrad.numpy import reshape
     from funcgrad.transforms.batching import vmap
 
+    check_callable("jacrev", fun)
+
     def jacfun(*args, **kwargs):
         single, flat_in, in_tree, flat_fun, store = _jacobian_inputs(
             "jacrev", fun, argnums, has_aux, holomorphic, args, kwargs, allow_int)
@@ -686,4 +694,5 @@ def hessian(fun, argnums=0, has_aux: bool = False, holomorphic: bool = False):
     tensor([[ 6.,  0.],
             [ 0., 12.]], dtype=float32)
     """
+    check_callable("hessian", fun)
     return jacfwd(jacrev(fun, argnums, has_aux, holomorphic), argnums, has_aux, holomorphic)

@@ -16,7 +16,7 @@ from funcgrad.core.abstract import ShapedArray, aval_of
 from funcgrad.core.interpreter import Interpreter, Tracer
 from funcgrad.core.prims.structural import broadcast_in_dim, moveaxis
 from funcgrad.transforms.ad import as_tensor, tree_flatten, tree_unflatten
-from funcgrad.transforms.tracing import check_not_leaked
+from funcgrad.transforms.tracing import check_callable, check_not_leaked
 
 
 class BatchTracer(Tracer):
@@ -134,6 +134,7 @@ def vmap(fun, in_axes=0, out_axes=0, axis_size: int | None = None):
     >>> fg.vmap(lambda row: row.sum())(fg.ones((3, 4)))
     tensor([4., 4., 4.], dtype=float32)
     """
+    check_callable("vmap", fun)
     if isinstance(in_axes, list):
         in_axes = tuple(in_axes)
     names = _parameter_names(fun)

@@ -20,7 +20,7 @@ from funcgrad.core.prims.structural import broadcast_in_dim, moveaxis
 from funcgrad.core.tensor import Tensor, wrap
 from funcgrad.transforms.ad import JVPTracer, as_tensor, tree_flatten, tree_unflatten, zeros_for
 from funcgrad.transforms.ir_transforms import batch_ir, jvp_ir, partial_eval_ir, transpose_ir
-from funcgrad.transforms.tracing import hoist_consts, trace_to_ir
+from funcgrad.transforms.tracing import check_callable, hoist_consts, trace_to_ir
 from funcgrad.tree import keystr
 
 
@@ -222,6 +222,7 @@ class custom_jvp:  # noqa: N801  (JAX's name)
     """
 
     def __init__(self, fun, nondiff_argnums=()):
+        check_callable("custom_jvp", fun)
         functools.update_wrapper(self, fun)
         self.fun = fun
         self.nondiff_argnums = tuple(nondiff_argnums)
@@ -354,6 +355,7 @@ class custom_vjp:  # noqa: N801  (JAX's name)
     """
 
     def __init__(self, fun, nondiff_argnums=()):
+        check_callable("custom_vjp", fun)
         functools.update_wrapper(self, fun)
         self.fun = fun
         self.nondiff_argnums = tuple(nondiff_argnums)
@@ -573,6 +575,7 @@ def checkpoint(fun, prevent_cse: bool = True, policy=None, static_argnums=()):
     >>> fg.grad(f)(fg.tensor(1.0))
     tensor(0.36003..., dtype=float32)
     """
+    check_callable("checkpoint", fun)
     policy = _policy_name(policy)
 
     static = {static_argnums} if isinstance(static_argnums, int) else set(static_argnums)

@@ -36,7 +36,7 @@ from funcgrad.core.tensor import Tensor, aligned_copy, device_buffer, wrap_devic
 from funcgrad.lowering.runtime import DeviceBuffer, importable
 from funcgrad.transforms.ad import as_tensor, tree_flatten, tree_unflatten, zeros_for
 from funcgrad.transforms.ir_transforms import batch_ir, jvp_ir, partial_eval_ir, transpose_ir
-from funcgrad.transforms.tracing import hoist_consts, trace_to_ir
+from funcgrad.transforms.tracing import check_callable, hoist_consts, trace_to_ir
 
 logger = logging.getLogger("funcgrad.jit")
 jit_p = Primitive("jit_call", multiple_results=True)
@@ -676,6 +676,7 @@ class Jitted:
 
     def __init__(self, fun, static_argnums=(), static_argnames=(), donate_argnums=(),
                  donate_argnames=()):
+        check_callable("jit", fun)
         functools.update_wrapper(self, fun)
         self.fun = fun
         # what errors and logs call it: a module or other callable object by its class

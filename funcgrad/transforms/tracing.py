@@ -50,6 +50,15 @@ def _derived_label(args):
     return None
 
 
+def check_callable(transform: str, fun):
+    """Refuse a non-callable ``fun`` when the transformation is made (as JAX), not at its
+    first call, where the error would point away from the mistake."""
+    if not callable(fun):
+        raise TypeError(f"{transform}: expected a function (a callable) to transform, got "
+                        f"{type(fun).__name__} {fun!r:.60}; pass the function itself, "
+                        f"e.g. fg.{transform}(f), not its result f(x)")
+
+
 def check_not_leaked(value):
     if isinstance(value, Tracer) and not value._interp.active:
         raise _interp._leaked(value)
@@ -184,6 +193,7 @@ def make_ir(fun, static_argnums=()):
 
     from funcgrad.transforms.ad import as_tensor
 
+    check_callable("make_ir", fun)
     static = {static_argnums} if isinstance(static_argnums, int) else set(static_argnums)
 
     @functools.wraps(fun)

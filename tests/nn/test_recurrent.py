@@ -78,3 +78,13 @@ def test_cells_grads_vmap_and_scan():
     assert hs.shape == (6, 4, 3)
     with pytest.raises(ValueError, match=r"GRUCell: expected hidden state of shape \(4, 3\)"):
         gru(x, fnp.zeros((3,)))
+
+
+def test_cell_states_of_the_other_kind_are_clear_errors():
+    gru = nn.GRUCell(2, 3, key=KEY)
+    lstm = nn.LSTMCell(2, 3, key=KEY)
+    # an LSTM-style (h, c) became one stacked (2, 3) tensor: "got shape (2, 3)"
+    with pytest.raises(TypeError, match=r"GRUCell: .*got a tuple of 2.*LSTMCell takes"):
+        gru(fnp.ones(2), (fnp.zeros(3), fnp.zeros(3)))
+    with pytest.raises(TypeError, match="LSTMCell: the state must be a pair.*got a Tensor"):
+        lstm(fnp.ones(2), fnp.zeros(3))

@@ -516,6 +516,16 @@ def test_at_get_fill_defaults_and_bad_modes():
     np.testing.assert_array_equal(filled.numpy()[:, 1], [-1.0, -1.0, -1.0])
 
 
+@pytest.mark.parametrize("method", ["set", "add", "mul", "divide", "max"])
+def test_at_complex_values_into_a_real_tensor_are_an_error(method):
+    # they were cast to float32, dropping the imaginary part without a word
+    with pytest.raises(TypeError, match="complex values cannot update a float32 tensor"):
+        getattr(fg.zeros(3).at[0], method)(1j)
+    got = getattr(fg.zeros(3, dtype=fg.complex64).at[0], method)(2j)
+    want = {"set": 2j, "add": 2j, "mul": 0, "divide": 0, "max": 2j}[method]
+    assert got.numpy()[0] == want
+
+
 def test_take_along_axis_out_of_range_as_jax():
     a, i = fg.tensor(np.arange(5.0)), fg.tensor([0, 7, -9, -1])
     filled = [0.0, np.nan, np.nan, 4.0]

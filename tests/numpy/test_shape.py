@@ -146,6 +146,8 @@ def test_concatenate_errors():
         fnp.concatenate([fg.ones(()), fg.ones(())])
     with pytest.raises(ValueError, match="at least one"):
         fnp.concatenate([])
+    with pytest.raises(ValueError, match=r"different numbers of dimensions \(2 and 1\)"):
+        fnp.concatenate([fg.ones((2, 3)), fg.ones(3)])
 
 
 @pytest.mark.parametrize("shape", [(), (3,), (2, 3), (0, 2)], ids=str)
@@ -187,12 +189,30 @@ def test_split_uneven_is_an_error():
         fnp.split(fg.ones(5), 2)
 
 
-@pytest.mark.parametrize("n,sections", [(7, 3), (6, 4), (2, 3)])
+@pytest.mark.parametrize("spec", [2.0, [1.5, 3], "ab"], ids=repr)
+def test_split_points_must_be_ints(spec):
+    # a float count used to fail iterating it ('float' object is not iterable); float
+    # points were truncated silently
+    with pytest.raises(TypeError, match="split: indices_or_sections must be an int"):
+        fnp.split(fg.ones(6), spec)
+
+
+def test_split_points_may_be_an_int_tensor():
+    pieces = fnp.split(fnp.arange(6), fg.tensor([2, 4]))
+    assert [p.tolist() for p in pieces] == [[0, 1], [2, 3], [4, 5]]
+
+
+@pytest.mark.parametrize("n,sections", [(7, 3), (6, 4), (2, 3), (7, [2, 5]), (7, [-1])])
 def test_array_split(n, sections):
     x = _rand(n)
     pieces = fnp.array_split(fg.tensor(x), sections)
     for g, e in zip(pieces, np.array_split(x, sections), strict=True):
         _check(g, e)
+
+
+def test_array_split_needs_a_positive_count():
+    with pytest.raises(ValueError, match="number of sections must be positive, got 0"):
+        fnp.array_split(fg.ones(3), 0)
 
 
 @pytest.mark.parametrize("shape,reps", [((), 3), ((2,), 3), ((2,), (2, 2)), ((2, 3), (1, 2)),

@@ -18,6 +18,23 @@ def t64(x):
 # --- grad: what it differentiates -----------------------------------------------------------
 
 
+@pytest.mark.parametrize("name", ["grad", "value_and_grad", "vmap", "jacfwd", "jacrev",
+                                  "hessian", "jit", "checkpoint", "make_ir", "custom_jvp",
+                                  "custom_vjp"])
+def test_transforming_a_non_callable_fails_at_once(name):
+    # as JAX: fg.jit(f(x)) used to fail only at the first call, far from the mistake
+    with pytest.raises(TypeError, match=rf"{name}: expected a function .*got int 5"):
+        getattr(fg, name)(5)
+
+
+def test_jvp_vjp_linearize_of_a_non_callable():
+    x = fg.tensor(1.0)
+    for call in (lambda: fg.jvp(5, (x,), (x,)), lambda: fg.vjp(5, x),
+                 lambda: fg.linearize(5, x)):
+        with pytest.raises(TypeError, match="expected a function"):
+            call()
+
+
 def test_grad_of_non_scalar_output_names_shape_and_dtype():
     with pytest.raises(TypeError, match=r"scalar.*got shape \(2, 3\) and dtype float64"):
         fg.grad(lambda x: x * 2)(t64(np.ones((2, 3))))
