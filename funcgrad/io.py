@@ -29,6 +29,8 @@ import safetensors
 import safetensors.numpy as _safetensors_numpy
 
 from funcgrad import tree as _tree
+from funcgrad.core import dtypes
+from funcgrad.core.interpreter import Tracer
 from funcgrad.core.tensor import Tensor, asarray, tensor
 
 __all__ = ["load", "save"]
@@ -37,8 +39,15 @@ _STRUCTURE_KEY = "funcgrad.structure"
 _DTYPES_KEY = "funcgrad.dtypes"
 # dtypes the safetensors format stores natively (by NumPy name); others go in as raw bytes
 _NATIVE = {"bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64",
-           "float16", "float32", "float64", "bfloat16", "complex64", "float8_e4m3fn",
-           "float8_e5m2"}
+           "float16", "float32", "float64", "bfloat16", "complex64"}
+# the safetensors dtype codes of the dtypes above, the ones a file may hold for fg.load
+_READABLE = {"BOOL", "U8", "I8", "U16", "I16", "U32", "I32", "U64", "I64", "F16", "BF16",
+             "F32", "F64", "C64"}
+# the first bytes of files that are not safetensors but often mistaken for them
+_FOREIGN = {b"PK\x03\x04": "a zip archive, as torch.save writes",
+            b"\x80": "a pickle, as torch.save (legacy) or pickle.dump write",
+            b"\x93NUMPY": "a NumPy .npy file",
+            b"\x89HDF": "an HDF5 file"}
 _Kind = optree.PyTreeKind
 
 
@@ -116,17 +125,32 @@ def _rebuild(description, arrays: dict):
 
 
 def _host_array(name: str, leaf) -> np.ndarray:
+    if isinstance(leaf, Tracer):
+        raise TypeError(f"fg.save: the leaf at {name!r} is a traced value: fg.save cannot run "
+                        "inside jit, grad or vmap (it would run once, while tracing); return "
+                        "the values from the transformed function and save them outside it")
     # np.asarray(order="C"), not np.ascontiguousarray, which makes 0-d arrays 1-d
     if isinstance(leaf, Tensor):
-        return np.asarray(leaf.numpy(), order="C")
-    if isinstance(leaf, np.ndarray):
-        return np.asarray(leaf, order="C")
-    try:
-        return np.asarray(asarray(leaf).numpy(), order="C")
-    except (TypeError, ValueError):
-        raise TypeError(f"save: the leaf at {name!r} is a {type(leaf).__name__}, not a Tensor "
-                        "or array; only arrays can be saved (make it a static field or drop "
-                        "it)") from None
+        array = np.asarray(leaf.numpy(), order="C")
+    elif isinstance(leaf, np.ndarray):
+        array = np.asarray(leaf, order="C")
+    else:
+        try:
+            array = np.asarray(asarray(leaf).numpy(), order="C")
+        except (TypeError, ValueError, RuntimeError) as error:
+            kind = f"{type(leaf).__module__}.{type(leaf).__qualname__}"
+            raise TypeError(f"fg.save: the leaf at {name!r} (a {kind}) cannot be converted "
+                            f"to an array ({error}); only arrays can be saved (convert it to "
+                            "a NumPy array or Tensor, make it a static field or drop "
+                            "it)") from None
+    if not array.dtype.isnative:  # big-endian data: stored in the file's little-endian
+        array = array.astype(array.dtype.newbyteorder("="))
+    if array.dtype not in dtypes.SUPPORTED:
+        # fg.load could not read it back (strings, datetimes, float8, int4, longdouble)
+        raise TypeError(f"fg.save: the leaf at {name!r} has dtype {array.dtype}, which "
+                        f"funcgrad has no tensors of; convert it to one of "
+                        f"{', '.join(d.name for d in dtypes.SUPPORTED)} or drop it")
+    return array
 
 
 def _encode(array: np.ndarray) -> tuple[np.ndarray, str | None]:
@@ -154,8 +178,22 @@ def _spec_of(leaf) -> tuple[tuple, np.dtype]:
 # --- save / load ------------------------------------------------------------------------------
 
 
+def file_path(path, who: str) -> str:
+    """``path`` (a str, bytes or os.PathLike) as a str, refused when empty."""
+    if not isinstance(path, (str, bytes, os.PathLike)):
+        raise TypeError(f"{who}: path must be a str or os.PathLike, got "
+                        f"{type(path).__name__}")
+    path = os.fsdecode(os.fspath(path))
+    if not path:
+        raise ValueError(f"{who}: the path is empty; pass the name of a file")
+    return path
+
+
 def check_destination(path: str, who: str) -> None:
     """Raise before any work if ``path`` cannot be written as a file."""
+    if path.endswith(("/", os.sep)) or (os.altsep and path.endswith(os.altsep)):
+        raise IsADirectoryError(f"{who}: {path!r} ends with a separator, so it names a "
+                                "directory; pass the path of a file")
     directory = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(directory):
         raise FileNotFoundError(f"{who}: the directory of {path!r} does not exist; create "
@@ -188,8 +226,9 @@ def write_atomically(path: str, write: Callable[[str], None], *, who: str) -> No
     """
     check_destination(path, who)
     directory = os.path.dirname(os.path.abspath(path))
+    # the name is cut so that the temporary's stays within the usual 255-byte limit
     temporary = os.path.join(directory,
-                             f".{os.path.basename(path)}.{uuid.uuid4().hex[:12]}.tmp")
+                             f".{os.path.basename(path)[:200]}.{uuid.uuid4().hex[:12]}.tmp")
     try:
         write(temporary)
         with open(temporary, "rb") as written:
@@ -224,7 +263,7 @@ def save(path: str | os.PathLike, tree: Any) -> None:
     if not isinstance(path, (str, bytes, os.PathLike)) and isinstance(tree, (str, os.PathLike)):
         raise TypeError("fg.save(path, tree): the path comes first (torch.save takes the "
                         "object first); call fg.save(path, tree)")
-    path = os.fspath(path)
+    path = file_path(path, "fg.save")
     check_destination(path, "fg.save")
     names, description, _ = _names_and_structure(tree)
     if "__metadata__" in names:
@@ -240,8 +279,15 @@ def save(path: str | os.PathLike, tree: Any) -> None:
                                            else {"root": description})}
     if dtype_notes:
         metadata[_DTYPES_KEY] = json.dumps(dtype_notes)
-    write_atomically(path, lambda temporary: _safetensors_numpy.save_file(
-        arrays, temporary, metadata=metadata), who="fg.save")
+
+    def write(temporary):
+        try:
+            _safetensors_numpy.save_file(arrays, temporary, metadata=metadata)
+        except safetensors.SafetensorError as error:  # a full disk, no permission, ...
+            raise OSError(f"fg.save: writing {path!r} failed (through the temporary file "
+                          f"{temporary!r}): {error}") from error
+
+    write_atomically(path, write, who="fg.save")
 
 
 def _read(path: str) -> tuple[dict, dict]:
@@ -253,10 +299,25 @@ def _read(path: str) -> tuple[dict, dict]:
     try:
         with safetensors.safe_open(path, framework="np") as f:
             metadata = dict(f.metadata() or {})
+            for name in f.keys():
+                code = f.get_slice(name).get_dtype()
+                if code not in _READABLE:  # float8 and others NumPy lacks (AttributeError)
+                    raise _Unreadable(f"load: {path!r}: tensor {name!r} has dtype {code}, "
+                                      "which funcgrad has no tensors of; convert it (to "
+                                      "float16/bfloat16/float32) with the tool that wrote it")
             arrays = {name: f.get_tensor(name) for name in f.keys()}
         notes = json.loads(metadata.get(_DTYPES_KEY, "{}"))
         structure = json.loads(metadata.get(_STRUCTURE_KEY, "null"))
+    except _Unreadable as error:
+        raise ValueError(str(error)) from None
     except (safetensors.SafetensorError, ValueError, TypeError, KeyError) as error:
+        with open(path, "rb") as file:
+            start = file.read(8)
+        foreign = [kind for magic, kind in _FOREIGN.items() if start.startswith(magic)]
+        if foreign:
+            raise ValueError(f"load: {path!r} is not a safetensors file but {foreign[0]}; "
+                             "fg.load reads safetensors files (convert a PyTorch state_dict "
+                             "with safetensors.torch.save_file)") from None
         raise ValueError(f"load: {path!r} is not a valid safetensors file (truncated or "
                          f"corrupted?): {error}") from None
     try:
@@ -267,6 +328,10 @@ def _read(path: str) -> tuple[dict, dict]:
         raise ValueError(f"load: {path!r} has damaged {_DTYPES_KEY!r} metadata (the dtypes "
                          f"safetensors cannot store): {error}") from None
     return arrays, {"structure": structure}
+
+
+class _Unreadable(Exception):
+    """A tensor of a dtype funcgrad lacks, found while reading a file."""
 
 
 def load(path: str | os.PathLike, like: Any = None) -> Any:
@@ -288,7 +353,7 @@ def load(path: str | os.PathLike, like: Any = None) -> Any:
     >>> fg.load("p.safetensors")
     {'w': tensor([1., 1.], dtype=float32)}
     """
-    path = os.fspath(path)
+    path = file_path(path, "load")
     arrays, info = _read(path)
     if like is None:
         structure = info["structure"]

@@ -4,6 +4,7 @@ import collections
 import dataclasses
 import json
 
+import ml_dtypes
 import numpy as np
 import pytest
 import safetensors
@@ -204,3 +205,79 @@ def test_saved_files_get_the_permissions_open_would_give(tmp_path):
 def test_save_with_torch_argument_order_says_so(tmp_path):
     with pytest.raises(TypeError, match=r"the path comes first"):
         fg.save({"w": fg.ones(2)}, tmp_path / "m.safetensors")
+
+
+def test_long_file_names_save(tmp_path):
+    # the temporary's name added 18 characters: names of 238..255 bytes failed to save
+    path = tmp_path / ("a" * 236 + ".st")
+    fg.save(path, {"a": fg.ones(2)})
+    np.testing.assert_array_equal(fg.load(path)["a"], [1.0, 1.0])
+
+
+@pytest.mark.parametrize("array", [np.array(["ab", "c"]), np.ones(2, np.longdouble),
+                                   np.array([1, "a"], object),
+                                   np.ones(2, ml_dtypes.float8_e4m3fn)],
+                         ids=["str", "longdouble", "object", "float8"])
+def test_save_refuses_dtypes_load_could_not_read_back(tmp_path, array):
+    # the file was written, and fg.load then failed on it: a checkpoint never restorable
+    with pytest.raises(TypeError, match=r"leaf at 'x' has dtype .* funcgrad has no tensors"):
+        fg.save(tmp_path / "x.st", {"x": array})
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_big_endian_arrays_round_trip(tmp_path):
+    fg.save(tmp_path / "b.st", {"x": np.arange(3, dtype=">f4")})
+    out = fg.load(tmp_path / "b.st")["x"]
+    assert out.dtype == fg.float32 and out.tolist() == [0.0, 1.0, 2.0]
+
+
+def _handmade_file(path, dtype_code, data):
+    header = json.dumps({"x": {"dtype": dtype_code, "shape": [len(data)],
+                               "data_offsets": [0, len(data)]}}).encode()
+    path.write_bytes(len(header).to_bytes(8, "little") + header + data)
+
+
+def test_load_of_a_float8_tensor_names_it(tmp_path):
+    # was AttributeError: module 'numpy' has no attribute 'float8_e4m3fn'
+    _handmade_file(tmp_path / "f8.st", "F8_E4M3", b"\x38\x38")
+    with pytest.raises(ValueError, match=r"tensor 'x' has dtype F8_E4M3"):
+        fg.load(tmp_path / "f8.st")
+
+
+def test_load_of_a_torch_zip_file_says_what_it_is(tmp_path):
+    import zipfile
+
+    with zipfile.ZipFile(tmp_path / "model.pt", "w") as archive:
+        archive.writestr("archive/data.pkl", b"\x80\x02")
+    with pytest.raises(ValueError, match=r"not a safetensors file but a zip archive"):
+        fg.load(tmp_path / "model.pt")
+
+
+def test_bytes_empty_and_directory_paths(tmp_path):
+    path = bytes(tmp_path / "b.st")
+    fg.save(path, {"a": fg.ones(1)})  # was TypeError: Can't mix strings and bytes
+    assert fg.load(path)["a"].tolist() == [1.0]
+    with pytest.raises(ValueError, match="the path is empty"):
+        fg.save("", {"a": fg.ones(1)})
+    with pytest.raises(IsADirectoryError, match="ends with a separator"):
+        fg.save(f"{tmp_path}/x.st/", {"a": fg.ones(1)})
+
+
+def test_write_failures_are_os_errors_naming_the_path(tmp_path, monkeypatch):
+    def failing(*args, **kwargs):
+        raise safetensors.SafetensorError("No space left on device (os error 28)")
+
+    monkeypatch.setattr(safetensors.numpy, "save_file", failing)
+    with pytest.raises(OSError, match=r"writing '.*m\.st' failed.*No space left"):
+        fg.save(tmp_path / "m.st", {"a": fg.ones(1)})
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_save_inside_a_transformation_says_so(tmp_path):
+    def step(x):
+        fg.save(tmp_path / "x.st", {"x": x})
+        return x
+
+    with pytest.raises(TypeError, match="cannot run inside jit, grad or vmap"):
+        fg.jit(step)(fg.ones(2))
+    assert not (tmp_path / "x.st").exists()

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from funcgrad.core.tensor import Tensor, tensor
+from funcgrad.core.tensor import Tensor, tensor, to_numpy_array
 
 __all__ = ["ArrayDataset"]
 
@@ -38,7 +38,8 @@ class ArrayDataset:
             raise ValueError("ArrayDataset: needs at least one array")
         host = []
         for i, a in enumerate(arrays):
-            a = a.numpy() if isinstance(a, Tensor) else np.asarray(a)
+            # lists of Python numbers take funcgrad's dtypes (float32, int32), as fg.tensor
+            a = a.numpy() if isinstance(a, Tensor) else to_numpy_array(a)
             if a.ndim == 0:
                 raise ValueError(f"ArrayDataset: array {i} is a scalar; every array needs a "
                                  "leading example dimension")

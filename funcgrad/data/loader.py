@@ -16,7 +16,8 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from funcgrad.core.tensor import Tensor, tensor
+from funcgrad.core.tensor import Tensor, tensor, to_numpy_array
+from funcgrad.tree import keystr as tree_keystr
 
 __all__ = ["DataLoader"]
 
@@ -82,6 +83,10 @@ class DataLoader:
 
     def set_epoch(self, epoch: int) -> None:
         """Make the next ``iter(loader)`` epoch number ``epoch`` (its shuffle order)."""
+        if isinstance(epoch, bool) or not isinstance(epoch, (int, np.integer)) \
+                or not 0 <= epoch < 2**32:
+            raise ValueError(f"DataLoader.set_epoch: epoch must be an int in [0, 2**32) (it "
+                             f"is folded into the key), got {epoch!r}")
         self.epoch = int(epoch)
 
     def _order(self, epoch: int) -> np.ndarray:
@@ -126,17 +131,35 @@ def _collate(examples: list):
         return ()
     if not isinstance(examples[0], (tuple, dict, list)):
         examples = [(e,) for e in examples]
-    leaves, structure = tree.flatten(examples[0])
-    rows = [leaves]
+    pairs, structure = tree.flatten_with_path(examples[0])
+    rows = [[leaf for _, leaf in pairs]]
     for example in examples[1:]:
         row, other = tree.flatten(example)
         if other != structure:
             raise ValueError(f"DataLoader: examples of one batch differ in structure: "
                              f"{structure} and {other}")
         rows.append(row)
-    stacked = [np.stack([e.numpy() if isinstance(e, Tensor) else np.asarray(e)
-                         for e in column]) for column in zip(*rows, strict=True)]
+    stacked = [_stack_field(path, column)
+               for (path, _), column in zip(pairs, zip(*rows, strict=True), strict=True)]
     return tree.unflatten(structure, stacked)
+
+
+def _stack_field(path: tuple, values) -> np.ndarray:
+    """One field of a batch's examples stacked into a host array; Python numbers take
+    funcgrad's dtypes (float32, int32), as ``fg.tensor`` of the same values."""
+    field = f"field {tree_keystr(path)} of the examples" if path else "the examples"
+    try:
+        arrays = [v.numpy() if isinstance(v, Tensor) else to_numpy_array(v) for v in values]
+    except (TypeError, ValueError, OverflowError) as error:
+        raise type(error)(f"DataLoader: {field} cannot be batched: {error}") from None
+    shapes = [a.shape for a in arrays]
+    if len(set(shapes)) > 1:
+        first = next(i for i, s in enumerate(shapes) if s != shapes[0])
+        raise ValueError(f"DataLoader: {field} have different shapes within one batch: "
+                         f"{shapes[0]} (batch position 0) and {shapes[first]} (position "
+                         f"{first}); pad or crop them to one shape in the dataset, or use "
+                         "batch_size=1")
+    return np.stack(arrays)
 
 
 def _as_tensors(batch):

@@ -175,3 +175,41 @@ def test_digits_without_sklearn_names_the_extra(monkeypatch):
     monkeypatch.setattr(builtins, "__import__", no_sklearn)
     with pytest.raises(ImportError, match=r"funcgrad\[data\]"):
         data.datasets.digits()
+
+
+class _Items:
+    """A dataset over a list of ready-made examples."""
+
+    def __init__(self, items):
+        self.items = items
+
+    def __len__(self):
+        return len(self.items)
+
+    def __getitem__(self, i):
+        return self.items[i]
+
+
+def test_python_numbers_batch_with_funcgrad_dtypes():
+    # NumPy's stacking made them float64/int64, fed silently to float32 models
+    x, y = next(iter(data.DataLoader(_Items([(1.0, 2), (3.0, 4)]), batch_size=2)))
+    assert (x.dtype, y.dtype) == (fg.float32, fg.int32)
+    ds = data.ArrayDataset([1.0, 2.0], [1, 2], np.zeros(2))
+    assert [a.dtype for a in ds.arrays] == [np.float32, np.int32, np.float64]
+
+
+def test_examples_that_cannot_be_batched_name_the_field():
+    ragged = _Items([{"x": np.ones(3)}, {"x": np.ones(4)}])
+    with pytest.raises(ValueError, match=r"field \['x'\] .*\(3,\) .*and \(4,\) \(position 1\)"):
+        list(data.DataLoader(ragged, batch_size=2, prefetch=0))
+    strings = _Items([("ab", 1), ("cd", 2)])
+    with pytest.raises(TypeError, match=r"field \[0\] of the examples cannot be batched"):
+        list(data.DataLoader(strings, batch_size=2, prefetch=0))
+
+
+def test_set_epoch_range():
+    loader = data.DataLoader(_Items([(1.0,)]), batch_size=1, shuffle=True, key=random.key(0))
+    with pytest.raises(ValueError, match=r"epoch must be an int in \[0, 2\*\*32\)"):
+        loader.set_epoch(2**32)
+    loader.set_epoch(2**32 - 1)
+    assert next(iter(loader))[0].tolist() == [1.0]
