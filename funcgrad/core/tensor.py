@@ -359,6 +359,8 @@ def to_numpy_array(data, dtype=None) -> np.ndarray:
                                 "a complex dtype")
             arr = arr.astype(target)
     else:
+        if not arr.dtype.isnative:  # big-endian data (FITS, some HDF5): native order
+            arr = arr.astype(arr.dtype.newbyteorder("="))
         dtypes.canonicalize(arr.dtype)  # raises ValueError on unsupported dtypes
     return arr
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from funcgrad.core.tensor import Tensor, tensor, to_numpy_array
+from funcgrad.core.tensor import Tensor, aligned_empty, tensor, to_numpy_array
 
 __all__ = ["ArrayDataset"]
 
@@ -60,8 +60,19 @@ class ArrayDataset:
         return tuple(tensor(a[index]) for a in self.arrays)
 
     def gather(self, indices: np.ndarray) -> tuple[np.ndarray, ...]:
-        """The examples at ``indices`` from every array, as host arrays (one copy each)."""
-        return tuple(np.take(a, indices, axis=0) for a in self.arrays)
+        """The examples at ``indices`` from every array, as new host arrays (one copy each,
+        made 64-byte aligned, so that a jit call takes them without another)."""
+        indices = np.asarray(indices)
+        n = len(self)
+        if indices.size and (indices.min() < -n or indices.max() >= n):
+            bad = indices[(indices < -n) | (indices >= n)][0]
+            raise IndexError(f"ArrayDataset.gather: index {bad} is out of range for "
+                             f"{n} examples")
+        indices = np.where(indices < 0, indices + n, indices)
+        # in range now, so mode="clip" only spares np.take its buffered copy for "raise"
+        return tuple(np.take(a, indices, axis=0, mode="clip",
+                             out=aligned_empty(indices.shape + a.shape[1:], a.dtype))
+                     for a in self.arrays)
 
     def __repr__(self) -> str:
         parts = ", ".join(f"{a.dtype}{list(a.shape)}" for a in self.arrays)

@@ -16,7 +16,8 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from funcgrad.core.tensor import Tensor, tensor, to_numpy_array
+from funcgrad.core.tensor import Tensor, to_numpy_array, wrap
+from funcgrad.data.dataset import ArrayDataset
 from funcgrad.tree import keystr as tree_keystr
 
 __all__ = ["DataLoader"]
@@ -98,8 +99,10 @@ class DataLoader:
         return np.asarray(random.permutation(random.fold_in(self.key, epoch), n))
 
     def _batches(self, order: np.ndarray) -> Iterator[tuple]:
-        """The host arrays of each batch, in order."""
-        gather = getattr(self.dataset, "gather", None)
+        """The host arrays of each batch, in order: new arrays, which the batch's Tensors
+        take over without copying."""
+        # another dataset's gather may return views of its own storage: collated instead
+        gather = self.dataset.gather if isinstance(self.dataset, ArrayDataset) else None
         for i in range(len(self)):
             indices = order[i * self.batch_size:(i + 1) * self.batch_size]
             if gather is not None:
@@ -163,10 +166,11 @@ def _stack_field(path: tuple, values) -> np.ndarray:
 
 
 def _as_tensors(batch):
-    """A collated batch with Tensors for its host arrays."""
+    """A batch of new host arrays as Tensors over them (no copy: nothing else holds the
+    arrays)."""
     from funcgrad import tree
 
-    return tree.map(tensor, batch)
+    return tree.map(wrap, batch)
 
 
 class _Done:

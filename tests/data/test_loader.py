@@ -213,3 +213,25 @@ def test_set_epoch_range():
         loader.set_epoch(2**32)
     loader.set_epoch(2**32 - 1)
     assert next(iter(loader))[0].tolist() == [1.0]
+
+
+def test_gathered_batches_are_fresh_aligned_arrays():
+    x = np.arange(24.0).reshape(6, 4)
+    ds = data.ArrayDataset(x, np.arange(6))
+    gx, gy = ds.gather(np.array([5, -1, 0]))
+    np.testing.assert_array_equal(gx, x[[5, 5, 0]])
+    assert not np.shares_memory(gx, ds.arrays[0]) and gx.ctypes.data % 64 == 0
+    with pytest.raises(IndexError, match="index 6 is out of range for 6 examples"):
+        ds.gather(np.array([0, 6]))
+    (xb, yb), = data.DataLoader(ds, batch_size=6)
+    xb_host = xb.numpy()
+    assert not np.shares_memory(xb_host, ds.arrays[0])
+    np.testing.assert_array_equal(xb_host, x)
+
+
+def test_big_endian_arrays_become_native_tensors():
+    # fg.tensor raised "unsupported dtype dtype('>f4')" (JAX takes them)
+    t = fg.tensor(np.arange(3, dtype=">f4"))
+    assert t.dtype == fg.float32 and (t + 1).tolist() == [1.0, 2.0, 3.0]
+    (xb,), = data.DataLoader(data.ArrayDataset(np.arange(4, dtype=">i4")), batch_size=4)
+    assert xb.dtype == fg.int32 and xb.tolist() == [0, 1, 2, 3]
