@@ -409,11 +409,26 @@ def binary_cross_entropy(input, target, weight=None, reduction: str = "mean") ->
     _check_reduction("binary_cross_entropy", reduction)
     input = _float(input)
     target = asarray(target).astype(input.dtype)
-    loss = -(target * fnp.maximum(fnp.log(input), -100.0)
-             + (1 - target) * fnp.maximum(fnp.log1p(-input), -100.0))
+    loss = _binary_cross_entropy(input, target)
     if weight is not None:
         loss = loss * asarray(weight).astype(input.dtype)
     return _reduce("binary_cross_entropy", loss, reduction)
+
+
+@custom_jvp
+def _binary_cross_entropy(input, target):
+    return -(target * fnp.maximum(fnp.log(input), -100.0)
+             + (1 - target) * fnp.maximum(fnp.log1p(-input), -100.0))
+
+
+@_binary_cross_entropy.defjvp
+def _binary_cross_entropy_jvp(primals, tangents):
+    # PyTorch's derivative, (p - y) / max(p (1 - p), 1e-12): finite at p = 0 and 1, where
+    # the clamped logs' own derivative is 0 * inf = NaN
+    (p, y), (dp, dy) = primals, tangents
+    by_p = (p - y) / fnp.maximum(p * (1 - p), 1e-12)
+    by_y = fnp.maximum(fnp.log1p(-p), -100.0) - fnp.maximum(fnp.log(p), -100.0)
+    return _binary_cross_entropy(p, y), by_p * dp + by_y * dy
 
 
 def _check_same_shape(name, input, target):
@@ -534,7 +549,11 @@ def normalize(input, p: float = 2.0, dim: int = 1, eps: float = 1e-12) -> Tensor
     tensor([[0.6, 0.8]], dtype=float32)
     """
     input = _float(input)
-    norm = fnp.sum(fnp.abs(input) ** p, axis=dim, keepdims=True) ** (1.0 / p)
+    total = fnp.sum(fnp.abs(input) ** p, axis=dim, keepdims=True)
+    # the root of a zero total held away from 0: its infinite derivative there made a zero
+    # vector's gradient NaN (PyTorch's is 1 / eps, from the eps branch)
+    zero = total == 0
+    norm = fnp.where(zero, 0.0, fnp.where(zero, 1.0, total) ** (1.0 / p))
     return input / fnp.maximum(norm, eps)
 
 

@@ -306,8 +306,15 @@ def tri(N: int, M: int | None = None, k: int = 0, dtype=None):
     return ew.convert_element_type(hit, dtype)
 
 
-def meshgrid(*xs, indexing: str = "xy"):
-    """Coordinate grids from 1-d coordinate vectors (as ``numpy.meshgrid``)."""
+def meshgrid(*xs, copy: bool = True, sparse: bool = False, indexing: str = "xy"):
+    """Coordinate grids from 1-d coordinate vectors (as ``numpy.meshgrid``); ``sparse``
+    gives each grid size 1 along the other axes (they broadcast to the full grids).
+    ``copy`` is accepted as JAX's (tensors are immutable).
+
+    >>> [g.shape for g in fnp.meshgrid(fnp.arange(3), fnp.arange(2), sparse=True)]
+    [(1, 3), (2, 1)]
+    """
+    del copy
     if indexing not in ("xy", "ij"):
         raise ValueError("meshgrid: indexing must be 'xy' or 'ij'")
     xs = [_as_tensor(x) for x in xs]
@@ -319,7 +326,9 @@ def meshgrid(*xs, indexing: str = "xy"):
         dim = i
         if indexing == "xy" and len(xs) >= 2 and i < 2:
             dim = 1 - i
-        out.append(broadcast_in_dim(x.reshape(-1), tuple(shape), (dim,)))
+        own = tuple(n if d == dim else 1 for d, n in enumerate(shape)) if sparse else \
+            tuple(shape)
+        out.append(broadcast_in_dim(x.reshape(-1), own, (dim,)))
     return out
 
 

@@ -411,8 +411,13 @@ pow = power  # noqa: A001
 
 
 def float_power(x, y):
-    """x ** y computed in float64."""
-    return power(asarray(x, dtypes.float64), asarray(y, dtypes.float64))
+    """``x ** y`` in the promoted inexact dtype, as JAX's (integers as floats, complex kept;
+    NumPy's computes in float64/complex128: pass float64 inputs for that).
+
+    >>> fnp.float_power(fg.tensor([2, 3]), -1)
+    tensor([0.5       , 0.33333334], dtype=float32)
+    """
+    return power(*promote("float_power", x, y, to_inexact=True))
 
 
 def floor_divide(x, y):
@@ -464,7 +469,10 @@ def _float_floor_divide(x, y):
     # a zero quotient keeps the sign of x / y; a zero divisor gives x / y (inf, NaN)
     quotient = x / y
     whole = where(equal(whole, 0), copysign(full_like(whole, 0), quotient), whole)  # noqa: F821
-    return where(equal(y, 0), quotient, whole)  # noqa: F821
+    from funcgrad.transforms.custom import stop_gradient
+
+    # piecewise constant: derivative 0 everywhere, as JAX (x / y's gave +-inf at y = 0)
+    return stop_gradient(where(equal(y, 0), quotient, whole))  # noqa: F821
 
 
 def remainder(x, y):
@@ -509,19 +517,32 @@ def divmod_(x, y):
 def exp2(x):
     """2 ** x, elementwise."""
     (x,) = promote("exp2", x, to_inexact=True)
+    if dtypes.is_complex(x.dtype):  # parts scaled apart: (-inf + 0.5j) * ln 2 has a NaN
+        scale = math.log(2.0)
+        return exp(apply_elementwise("exp2", ew.complex_p, real(x) * scale,  # noqa: F821
+                                     imag(x) * scale))  # noqa: F821
     return exp(x * math.log(2.0))  # noqa: F821
 
 
 def log2(x):
     """Base-2 logarithm."""
-    (x,) = promote("log2", x, to_inexact=True)
-    return log(x) / math.log(2.0)  # noqa: F821
+    return _log_base("log2", x, 2.0)
 
 
 def log10(x):
     """Base-10 logarithm."""
-    (x,) = promote("log10", x, to_inexact=True)
-    return log(x) / math.log(10.0)  # noqa: F821
+    return _log_base("log10", x, 10.0)
+
+
+def _log_base(name, x, base):
+    (x,) = promote(name, x, to_inexact=True)
+    scale = math.log(base)
+    if dtypes.is_complex(x.dtype):
+        # each part divided by the real log(base): a complex division turns log(inf) =
+        # inf + 0j into inf + nan j
+        z = log(x)  # noqa: F821
+        return apply_elementwise(name, ew.complex_p, real(z) / scale, imag(z) / scale)  # noqa: F821
+    return log(x) / scale  # noqa: F821
 
 
 def logaddexp(x, y):
@@ -576,11 +597,35 @@ degrees = rad2deg
 
 
 def sinc(x):
-    """sin(pi x) / (pi x), 1 at 0."""
+    """sin(pi x) / (pi x), 1 at 0 (where derivatives of every order are exact too).
+
+    >>> fnp.sinc(fg.tensor([0.0, 0.5]))
+    tensor([1.        , 0.63661975], dtype=float32)
+    """
     (x,) = promote("sinc", x, to_inexact=True)
     zero = equal(x, 0)  # noqa: F821
-    safe = where(zero, full_like(x, 1), x)
-    return where(zero, full_like(x, 1), sin(safe * math.pi) / (safe * math.pi))  # noqa: F821
+    pi_x = x * math.pi
+    safe = where(zero, full_like(x, 1), pi_x)
+    return where(zero, _sin_over_at_zero(0, pi_x), sin(safe) / safe)  # noqa: F821
+
+
+def _sin_over_at_zero(k, y):
+    """The k-th derivative of sin(y) / y at y = 0, shaped like ``y`` and depending on it so
+    that its derivative is the (k+1)-th: sinc's derivatives of every order at 0 (the
+    quotient's, whose inputs are held at 1 there, would all be 0)."""
+    from funcgrad.transforms.custom import custom_jvp
+
+    @custom_jvp
+    def at_zero(y):
+        # sin(y)/y = sum (-1)^n y^2n / (2n+1)!: the 2n-th derivative is (-1)^n / (2n + 1)
+        return y * 0 + (0.0 if k % 2 else (-1.0) ** (k // 2) / (k + 1))
+
+    @at_zero.defjvp
+    def _(primals, tangents):
+        (y,), (t,) = primals, tangents
+        return at_zero(y), _sin_over_at_zero(k + 1, y) * t
+
+    return at_zero(y)
 
 
 def where(condition, x=None, y=None, *, size=None, fill_value=None):
@@ -713,8 +758,8 @@ def fmin(x, y):
 def angle(z, deg: bool = False):
     """The argument (phase) of complex numbers: ``arctan2(imag, real)``; 0 or pi for reals."""
     z = asarray(z)
-    if not dtypes.is_inexact(z.dtype):
-        z = z.astype(dtypes.float32)
+    if not dtypes.is_inexact(z.dtype):  # float64 for 64-bit integers, as sqrt
+        z = z.astype(dtypes.float_dtype_for(z.dtype))
     out = arctan2(imag(z), real(z))  # noqa: F821
     return out * (180.0 / math.pi) if deg else out
 

@@ -17,7 +17,7 @@ from funcgrad.core.tensor import Tensor
 from funcgrad.numpy import _elementwise as elt
 from funcgrad.numpy import _reductions as red
 from funcgrad.numpy import _shape as shp
-from funcgrad.numpy._creation import arange, linspace
+from funcgrad.numpy._creation import arange, linspace, ones_like
 from funcgrad.numpy._indexing import tril_indices, triu_indices
 from funcgrad.numpy._linear import matmul
 from funcgrad.numpy._util import (
@@ -28,6 +28,7 @@ from funcgrad.numpy._util import (
     normalize_axis,
     promote,
 )
+from funcgrad.transforms.custom import custom_jvp
 
 __all__ = [
     "acos", "acosh", "asin", "asinh", "atan", "atan2", "atanh", "fabs",
@@ -352,7 +353,10 @@ def frexp(x):
     (tensor([ 0.5  , -0.875], dtype=float32), tensor([4, 2], dtype=int32))
     """
     x, out = _float_for_bits("frexp", x)
-    mantissa, exponent, _ = _frexp(x)
+    _, exponent, _ = _frexp(x)
+    # the mantissa is x * 2**-exponent exactly (exponent 0 for 0, inf and NaN), computed so
+    # that it differentiates to 2**-exponent, as JAX (the bit operations' derivative is 0)
+    mantissa = _scale_by_power_of_two(x, -exponent)
     return mantissa.astype(out), exponent.astype(dtypes.int32)
 
 
@@ -375,19 +379,37 @@ def ldexp(x1, x2):
     x1, out = _float_for_bits("ldexp", x1)
     shape = broadcast_shapes("ldexp", x1.shape, x2.shape)
     x1, x2 = broadcast_to(x1, shape), broadcast_to(x2, shape)
+    return _scale_by_power_of_two(x1, x2).astype(out)
+
+
+@custom_jvp
+def _scale_by_power_of_two(x1, x2):
+    """x1 * 2**x2 for float32/float64 ``x1`` and integer ``x2`` of one shape, on the bits."""
     int_dtype, mant, bias = _FLOAT_BITS[x1.dtype]
     # x1 = m * 2**e exactly; beyond +-limit the result is 0 or inf whatever m is, so the
     # exponent is clipped there and applied in three exact steps of at most limit / 3
     limit = 3 * (bias - 1)
     mantissa, e, special = _frexp(x1)
-    n = elt.clip(e.astype(int_dtype) + elt.clip(x2.astype(int_dtype), -2 * limit, 2 * limit),
-                 -limit, limit)
+    # x2 clipped in its own dtype first: a uint32 2**32 - 3 cast to int32 first was -3
+    info = np.iinfo(x2.dtype)
+    x2 = elt.clip(x2, builtins.max(-2 * limit, int(info.min)),
+                  builtins.min(2 * limit, int(info.max)))
+    n = elt.clip(e.astype(int_dtype) + x2.astype(int_dtype), -limit, limit)
     third = elt.floor_divide(n, 3)
     rest = n - 2 * third
     y = mantissa * _power_of_two(third, x1.dtype)
     y = y * _power_of_two(third, x1.dtype)
     y = y * _power_of_two(rest, x1.dtype)
-    return elt.where(special, x1, y).astype(out)
+    return elt.where(special, x1, y)
+
+
+@_scale_by_power_of_two.defjvp
+def _scale_by_power_of_two_jvp(primals, tangents):
+    # linear in x1 (the bit operations differentiated to 0): the tangent times 2**x2 (a
+    # product with a primal-only factor, which reverse mode transposes)
+    (x1, x2), (t1, _) = primals, tangents
+    factor = _scale_by_power_of_two(ones_like(x1), x2)
+    return _scale_by_power_of_two(x1, x2), t1 * factor
 
 
 def trapezoid(y, x=None, dx=1.0, axis: int = -1):

@@ -462,7 +462,7 @@ class _AtRef:
     def subtract(self, values, *, mode=None, indices_are_sorted=False, unique_indices=False):
         """A copy with ``values`` subtracted from the selected elements."""
         return _update(self.tensor, self.index, -asarray(values), "add",
-                       _at_mode("subtract", mode, _UPDATE_MODES))
+                       _at_mode("subtract", mode, _UPDATE_MODES), name="subtract")
 
     def mul(self, values, *, mode=None, indices_are_sorted=False, unique_indices=False):
         """A copy with the selected elements multiplied by ``values``."""
@@ -507,27 +507,29 @@ class _AtRef:
 
 
 def _scattered_factors(x, index, values, method, mode):
-    """Ones of ``x``'s shape with ``values`` multiplied in at ``index`` (repeats multiply):
-    what divide and power apply to ``x`` (as JAX builds them)."""
-    return _update(st.full(x.shape, 1, x.dtype), index, values, "mul",
-                   _at_mode(method, mode, _UPDATE_MODES))
+    """Ones with ``values`` multiplied in at ``index`` (repeats multiply), in the dtype
+    ``x`` and ``values`` promote to (a float for divide): what divide and power apply to
+    ``x`` (as JAX builds them; uint8's divide(300) overflowed building uint8 factors)."""
+    _refuse_complex_into_real(f"at[].{method}", x, values)
+    _, wide = promote(f"at[].{method}", x, values, to_inexact=method == "divide")
+    return _update(st.full(x.shape, 1, wide.dtype), index, wide, "mul",
+                   _at_mode(method, mode, _UPDATE_MODES), name=method)
 
 
-def _update(x, index, values, mode, index_mode=None):
+def _update(x, index, values, mode, index_mode=None, name=None):
+    """``x`` with ``values`` combined in at ``index`` by ``mode`` (set/add/mul/min/max);
+    ``name`` is the method errors name (subtract, divide and power use add and mul)."""
     x = asarray(x)
-    values = asarray(values)
-    if dtypes.is_complex(values.dtype) and not dtypes.is_complex(x.dtype):
-        # casting back to the tensor's dtype would drop the imaginary parts unseen
-        raise TypeError(f"at[].{mode}: complex values cannot update a {x.dtype.name} tensor "
-                        "without losing their imaginary parts; make the tensor complex "
-                        "first (t.astype(fg.complex64).at[...]) or pass values.real")
+    name = name or mode
+    label = f"at[].{name}"
+    _refuse_complex_into_real(label, x, values)
     if mode in ("add", "mul") and x.dtype != dtypes.bool_:
         # as JAX: combined in the promoted dtype, then cast back (an int32 tensor's
         # .at[:].mul(1.5) scales [3, 10] to [4, 15], not by 1)
-        _, wide = promote(f"at[].{mode}", x, values)
+        _, wide = promote(label, x, values)
         if wide.dtype != x.dtype:
             out = _update(ew.convert_element_type(x, wide.dtype), index, wide, mode,
-                          index_mode)
+                          index_mode, name)
             return ew.convert_element_type(out, x.dtype)
     if index_mode is None and _combines_by_window(mode, x.dtype):
         updated = _update_window(x, index, values, mode)
@@ -537,20 +539,32 @@ def _update(x, index, values, mode, index_mode=None):
     # traced out-of-range indices point past the end, so the scatter drops them (as JAX)
     positions = getitem(st.reshape(st.iota(index_dtype, (x.size,), 0), x.shape), index,
                         fill=x.size, mode=index_mode)
-    values = _update_values(values, x.dtype, positions.shape, mode)
+    values = _update_values(values, x.dtype, positions.shape, label)
+    if positions.size == 0:  # nothing selected (x.at[n:] with n == len(x)): x as it is;
+        return x  # an empty scatter crashed IREE 3.13's compiler (AnnotateDispatches)
     flat = st.reshape(x, (x.size,))
     out = ix.scatter(flat, st.reshape(positions, (positions.size, 1)),
                      st.reshape(values, (positions.size,)), (0,), mode)
     return st.reshape(out, x.shape)
 
 
-def _update_values(values, dtype, shape, mode):
+def _refuse_complex_into_real(label, x, values):
+    """Casting complex update values to a real tensor's dtype would drop their imaginary
+    parts unseen (JAX warns that this will become an error)."""
+    value_dtype = values.dtype if hasattr(values, "dtype") else np.asarray(values).dtype
+    if dtypes.is_complex(value_dtype) and not dtypes.is_complex(x.dtype):
+        raise TypeError(f"{label}: complex values cannot update a {x.dtype.name} tensor "
+                        "without losing their imaginary parts; make the tensor complex "
+                        "first (t.astype(fg.complex64).at[...]) or pass values.real")
+
+
+def _update_values(values, dtype, shape, name):
     """The values of an ``.at[]`` update in the tensor's ``dtype``, broadcast to the indexed
-    ``shape`` (a clear error when they do not fit)."""
+    ``shape`` (a clear error naming the method, ``name``, when they do not fit)."""
     values = asarray(values)
     if values.dtype != dtype:
         values = ew.convert_element_type(values, dtype)
-    return broadcast_exactly(f"at[].{mode}", values, shape, "values", "the indexed")
+    return broadcast_exactly(name, values, shape, "values", "the indexed")
 
 
 def _combines_by_window(mode, dtype) -> bool:
@@ -599,7 +613,8 @@ def _update_window(x, index, values, mode):
             starts.append(_normalized_indices(i, size, axis)), window.append(1)
     if 0 in window:
         return None
-    values = st.reshape(_update_values(values, x.dtype, tuple(indexed), mode), window)
+    values = st.reshape(_update_values(values, x.dtype, tuple(indexed), f"at[].{mode}"),
+                        window)
     old = ix.dynamic_slice(x, starts, window)
     if mode != "set":
         values = _WINDOW_COMBINE[mode](old, values)
@@ -758,6 +773,9 @@ def nonzero(x, *, size=None, fill_value=None):
     (tensor([1, 3], dtype=int32),)
     """
     x = asarray(x)
+    if x.ndim == 0:  # as NumPy 2 and JAX (argwhere handles 0-d itself)
+        raise ValueError("nonzero: a 0-d tensor has no axes to give indices along; use "
+                         "fnp.atleast_1d(x) first (or fnp.argwhere)")
     if size is not None:
         return _nonzero_sized(x, operator.index(size), fill_value)
     if _is_traced(x):
@@ -799,7 +817,7 @@ def argwhere(x, *, size=None, fill_value=None):
     from funcgrad.numpy._shape import stack
 
     x = asarray(x)
-    cols = nonzero(x, size=size, fill_value=fill_value)
+    cols = () if x.ndim == 0 else nonzero(x, size=size, fill_value=fill_value)
     if not cols:
         return asarray(np.zeros((int(bool(x)) if size is None else size, 0), np.int32))
     return stack(cols, axis=1)

@@ -37,6 +37,7 @@ from funcgrad.numpy._util import (
     normalize_axis,
     promote,
 )
+from funcgrad.transforms.custom import stop_gradient
 
 __all__ = [
     "histogram2d", "histogramdd", "piecewise", "choose", "put", "put_along_axis", "resize",
@@ -205,15 +206,26 @@ def piecewise(x, condlist, funclist, *args, **kw):
         raise ValueError(f"piecewise: with {nc} condition(s), funclist must have {nc} or "
                          f"{nc + 1} entries, got {nf}")
 
-    def evaluate(label, f):
-        value = asarray(f(x, *args, **kw) if callable(f) else f)
+    # which function each element takes: the last true condition's (0: otherwise)
+    chosen = cre.zeros(x.shape, dtypes.int32)
+    for i, cond in enumerate(conds):
+        chosen = elt.where(cond, i + 1, chosen)
+
+    def evaluate(label, f, number):
+        if not callable(f):
+            value = asarray(f)
+        else:
+            # each function differentiates only where it is taken (as JAX): elsewhere its
+            # input is a constant, so sqrt of the negatives another branch handles gives no
+            # NaN gradient
+            own = elt.where(chosen == number, x, stop_gradient(x))
+            value = asarray(f(own, *args, **kw))
         return broadcast_exactly("piecewise", value.astype(x.dtype), x.shape,
                                   f"the value of {label}", "x's")
 
-    out = evaluate(f"funclist[{nf - 1}]", otherwise)
-    # later conditions override earlier ones
-    for i, (cond, f) in enumerate(zip(conds, funcs, strict=True)):
-        out = elt.where(cond, evaluate(f"funclist[{i}]", f), out)
+    out = evaluate(f"funclist[{nf - 1}]", otherwise, 0)
+    for i, f in enumerate(funcs):
+        out = elt.where(chosen == i + 1, evaluate(f"funclist[{i}]", f, i + 1), out)
     return out
 
 

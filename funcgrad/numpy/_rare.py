@@ -697,8 +697,8 @@ def _nanquantile(name, a, q, axis, method, keepdims):
     a = asarray(a)
     if dtypes.is_complex(a.dtype):
         raise TypeError(f"{name}: a must be real, got {a.dtype.name}")
-    if not dtypes.is_inexact(a.dtype):
-        a = a.astype(dtypes.float32)
+    if not dtypes.is_inexact(a.dtype):  # float64 for 64-bit integers, as quantile
+        a = a.astype(dtypes.float_dtype_for(a.dtype))
     q = asarray(q, a.dtype)
     if is_concrete(q) and np.any((np.asarray(q) < 0) | (np.asarray(q) > 1)):
         raise ValueError(f"{name}: q must be in [0, 1] (percentiles in [0, 100])")

@@ -16,6 +16,7 @@ from funcgrad.numpy._util import (
     broadcast_to,
     normalize_axes,
     normalize_axis,
+    promote,
 )
 
 
@@ -295,7 +296,9 @@ def average(x, axis=None, weights=None, returned: bool = False, keepdims: bool =
             axes = normalize_axes("average", axis, x.ndim)
             return avg, elt.full_like(avg, _count(x.shape, axes))
         return avg
-    x, weights = asarray(x), asarray(weights)
+    # both in the promoted inexact dtype first, as JAX: float32 weights of float64 data
+    # were summed in float32
+    x, weights = promote("average", x, weights, to_inexact=True)
     if weights.shape != x.shape:
         if axis is None or weights.ndim != 1:
             raise ValueError(f"average: weights of shape {weights.shape} must match x's "
@@ -409,7 +412,12 @@ def nanmean(x, axis=None, dtype=None, keepdims: bool = False):
 def nanvar(x, axis=None, dtype=None, ddof: int = 0, keepdims: bool = False):
     """Variance ignoring NaNs."""
     x = asarray(x)
-    return var(x, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims, where=_not_nan(x))
+    kept = _not_nan(x)
+    if kept is not None:
+        # the NaNs replaced too, not only masked: (NaN - mean)**2's derivative times the
+        # mask's 0 made every gradient NaN
+        x = elt.where(kept, x, elt.full_like(x, 0))
+    return var(x, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims, where=kept)
 
 
 def nanstd(x, axis=None, dtype=None, ddof: int = 0, keepdims: bool = False):

@@ -699,7 +699,7 @@ def diag(v, k: int = 0):
     if v.ndim != 1:
         raise ValueError(f"diag: input must be 1-d or 2-d, got shape {v.shape}")
     n = v.shape[0] + builtins.abs(k)
-    from funcgrad.numpy._creation import eye
+    from funcgrad.numpy._creation import eye, zeros_like
 
     mask = eye(n, k=k, dtype=dtypes.bool_)
     positions = np.arange(v.shape[0])
@@ -711,7 +711,7 @@ def diag(v, k: int = 0):
     picked = take(v, asarray(src))
     from funcgrad.numpy._elementwise import where
 
-    return where(mask, picked, 0)
+    return where(mask, picked, zeros_like(picked))  # v's dtype: a bool 0 stays bool
 
 
 def tril(x, k: int = 0):
@@ -746,7 +746,8 @@ def diff(x, n: int = 1, axis: int = -1, prepend=None, append=None):
         raise ValueError(f"diff: order n must be non-negative, got {n}")
     axis = normalize_axis("diff", axis, x.ndim)
     def edge(values):  # a scalar becomes one slice of x's shape
-        values = asarray(values)
+        # (tensor(): a Python number stays weak, so int16 data with append=0 stays int16)
+        values = values if isinstance(values, Tensor) else tensor(values)
         shape = list(x.shape)
         shape[axis] = 1 if values.ndim == 0 else values.shape[axis]
         return _broadcast_to(values, tuple(shape))
@@ -754,11 +755,13 @@ def diff(x, n: int = 1, axis: int = -1, prepend=None, append=None):
     if prepend is not None or append is not None:
         x = concatenate([*([edge(prepend)] if prepend is not None else []), x,
                          *([edge(append)] if append is not None else [])], axis=axis)
+    # booleans differ where they change (as JAX; NumPy refuses bool subtraction)
+    step = operator.ne if x.dtype == dtypes.bool_ else operator.sub
     for _ in range(n):
         size = x.shape[axis]
         # (a zero-length axis stays one: slicing [1:0] is out of range when traced)
-        x = (_take_range(x, axis, builtins.min(1, size), size)
-             - _take_range(x, axis, 0, builtins.max(size - 1, 0)))
+        x = step(_take_range(x, axis, builtins.min(1, size), size),
+                 _take_range(x, axis, 0, builtins.max(size - 1, 0)))
     return x
 
 

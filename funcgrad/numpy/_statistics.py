@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from funcgrad.core import dtypes
 from funcgrad.core.prims import structural as st
+from funcgrad.core.prims.structural import full_like
 from funcgrad.numpy import _elementwise as elt
 from funcgrad.numpy._indexing import sort, take
-from funcgrad.numpy._reductions import any as _any
 from funcgrad.numpy._util import asarray, normalize_axes
 
 _METHODS = ("linear", "lower", "higher", "nearest", "midpoint")
@@ -42,7 +42,10 @@ def quantile(a, q, axis=None, out=None, overwrite_input: bool = False,
     ordered = sort(rows, axis=-1)
     # (ordered axes..., q shape...)
     value = interpolate(ordered, q * (n - 1), method, lambda x, i: take(x, i, axis=-1))
-    has_nan = _any(elt.isnan(rows), axis=-1)
+    # sort puts NaNs last: the last entry says whether a slice holds one (a reduction
+    # over the rows instead met an IREE 3.13 fusion failure beside the gathers, 'vector.store'
+    # outside a workgroup context, for the last axis of 3-d input)
+    has_nan = elt.isnan(take(ordered, -1, axis=-1))
     has_nan = st.reshape(has_nan, (*has_nan.shape, *[1] * q.ndim))
     value = elt.where(has_nan, float("nan"), value)
     # q's axes lead, as NumPy
@@ -72,7 +75,9 @@ def interpolate(ordered, position, method: str, pick):
     if method == "midpoint":
         return (low + high) * 0.5
     weight = position - lower
-    # weighted, as JAX: an infinite neighbour gives that infinity, not inf - inf = NaN
+    # weighted, as JAX: an infinite neighbour gives that infinity, not inf - inf = NaN;
+    # at a whole position (weight 0) the entry itself: an infinite high * 0 would be NaN
+    high = elt.where(weight == 0, full_like(high, 0), high)
     return low * (1 - weight) + high * weight
 
 

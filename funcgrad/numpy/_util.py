@@ -136,7 +136,9 @@ def apply_elementwise(name: str, prim, *tensors: Tensor) -> Tensor:
 def eager_apply(name: str, prim, tensors, shape: tuple) -> Tensor:
     """An elementwise primitive applied eagerly to host ``tensors`` (one promoted dtype,
     shapes broadcasting to ``shape``): NumPy broadcasts inside the impl."""
-    weak = prim.keeps_weak and all([t._weak for t in tensors])
+    # (select_n's weakness is its cases', as its rule: the selector is a strong bool)
+    values = tensors[1:] if prim is ew.select_n_p else tensors
+    weak = prim.keeps_weak and all([t._weak for t in values])
     try:
         out = prim.impl(*[t._buf for t in tensors])
     except TypeError:

@@ -509,11 +509,33 @@ def pinv(a, rtol=None, hermitian: bool = False, *, rcond=None):
         return _mH(a)
     rtol = rcond if rtol is None else rtol
     rtol = _default_rtol(a) if rtol is None else rtol
+    return _pinv(a, asarray(rtol, dtypes.real_dtype(a.dtype)))
+
+
+@custom_jvp
+def _pinv(a, rtol):
     s, u, vt = lax_linalg.svd(a, full_matrices=False)
-    cutoff = rtol * _reductions.max(s, axis=-1, keepdims=True)
+    cutoff = rtol[..., None] * _reductions.max(s, axis=-1, keepdims=True)
     kept = s > cutoff
     s_inv = _elementwise.where(kept, 1 / _elementwise.where(kept, s, 1), 0)
     return matmul(_mH(vt) * s_inv[..., None, :], _mH(u))
+
+
+@_pinv.defjvp
+def _pinv_jvp(primals, tangents):
+    # Golub and Pereyra's derivative of the pseudo-inverse (as JAX), from P itself: the
+    # SVD's derivative divides by differences of singular values, NaN where two are equal
+    # (the identity, orthonormal columns); rtol's tangent is ignored (0 almost everywhere)
+    (a, rtol), (t, _) = primals, tangents
+    p = _pinv(a, rtol)
+    m, n = a.shape[-2], a.shape[-1]
+    t_h = _mH(t)
+    eye_m = _creation.eye(m, dtype=a.dtype)
+    eye_n = _creation.eye(n, dtype=a.dtype)
+    dp = (-matmul(matmul(p, t), p)
+          + matmul(matmul(matmul(p, _mH(p)), t_h), eye_m - matmul(a, p))
+          + matmul(matmul(eye_n - matmul(p, a), t_h), matmul(_mH(p), p)))
+    return p, dp
 
 
 def matrix_rank(a, rtol=None, *, tol=None):

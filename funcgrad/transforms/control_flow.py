@@ -495,6 +495,17 @@ def scan(f, init, xs=None, length=None, reverse: bool = False, unroll: int = 1):
         y_flat, store["y_tree"] = tree_flatten(y)
         return new_flat + [as_tensor(v) for v in y_flat]
 
+    if any(c.weak_type for c in carry_flat):
+        # a Python-number start traced weakly first, to see the dtype the body gives it (a
+        # strong float32 0.0 plus float16 xs stays float32, so it never promoted; eagerly,
+        # and in JAX, the carry becomes float16)
+        try:
+            trace_to_ir(body, [c.aval if c.weak_type else a
+                               for c, a in zip(carry_flat, carry_avals, strict=True)] + x_avals,
+                        name="scan")
+        except _CarryTypeError as err:
+            carry_avals = _promoted_carry(carry_avals, [c.weak_type for c in carry_flat],
+                                          err.got) or carry_avals
     try:
         ir = trace_to_ir(body, carry_avals + x_avals, name="scan")
     except _CarryTypeError as err:
@@ -830,6 +841,11 @@ def while_loop(cond_fun, body_fun, init_val):
     flat = [_default_width(x) for x in flat]
     avals = [_strong(x.aval) for x in flat]
     args_tree = tree_flatten((init_val,))[1]
+    if any(x.weak_type for x in flat):  # Python-number starts: see scan
+        weak_ir, _, _ = _trace_fun(body_fun, args_tree, [x.aval for x in flat], "while_body")
+        if len(weak_ir.out_avals) == len(avals):
+            avals = _promoted_carry(avals, [x.weak_type for x in flat],
+                                    [_strong(a) for a in weak_ir.out_avals]) or avals
     cond_ir, cond_consts, _ = _trace_fun(cond_fun, args_tree, avals, "while_cond")
     (pred_aval,) = cond_ir.out_avals if len(cond_ir.out_avals) == 1 else (None,)
     if pred_aval is None or pred_aval.shape != () or pred_aval.dtype != dtypes.bool_:
@@ -999,6 +1015,12 @@ def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
     """
     static = all(isinstance(b, (int, np.integer)) or (type(b) is Tensor and b.ndim == 0)
                  for b in (lower, upper))
+    # the index has the bounds' promoted dtype, as JAX: int32 for Python ints, int64 for
+    # int64 bounds (an int64 carry set from i was refused against an int32 index)
+    index_dtype = dtypes.result_type(lower, upper)
+    if not dtypes.is_integer(index_dtype) or index_dtype == dtypes.bool_:
+        raise TypeError(f"fori_loop: lower and upper must be integers, got "
+                        f"{index_dtype.name}")
     if static:
         lo, hi = int(lower), int(upper)
         init_flat, init_tree = tree_flatten(init_val)
@@ -1006,7 +1028,7 @@ def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
         if _eager() and all(type(x) is Tensor for x in init_flat):
             val = tree_unflatten(init_tree, init_flat)  # Python numbers become tensors
             for i in range(lo, hi):
-                new = body_fun(wrap(np.int32(i)), val)
+                new = body_fun(wrap(np.asarray(i, index_dtype)), val)
                 if i == lo:
                     _check_same_type("fori_loop", ["init_val", "what body_fun returns"], val,
                                      new)
@@ -1017,10 +1039,11 @@ def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
             i, val = carry
             return (i + 1, body_fun(i, val)), None
 
-        (_, val), _ = scan(step, (wrap(np.int32(lo)), init_val), None, length=max(hi - lo, 0))
+        (_, val), _ = scan(step, (wrap(np.asarray(lo, index_dtype)), init_val), None,
+                           length=max(hi - lo, 0))
         return val
-    lower_t = ew.convert_element_type(as_tensor(lower), dtypes.int32)
-    upper_t = ew.convert_element_type(as_tensor(upper), dtypes.int32)
+    lower_t = ew.convert_element_type(as_tensor(lower), index_dtype)
+    upper_t = ew.convert_element_type(as_tensor(upper), index_dtype)
 
     def cond_fun(carry):
         return carry[0] < carry[1]

@@ -143,11 +143,13 @@ def test_identity():
 
 
 @pytest.mark.parametrize("indexing", ["xy", "ij"])
-def test_meshgrid(indexing):
+@pytest.mark.parametrize("sparse", [False, True])
+def test_meshgrid(indexing, sparse):
     xs = [np.arange(3.0), np.arange(4.0) * 2, np.arange(2.0) - 1]
     for count in (1, 2, 3):
-        got = fnp.meshgrid(*[fg.tensor(x) for x in xs[:count]], indexing=indexing)
-        expected = np.meshgrid(*xs[:count], indexing=indexing)
+        got = fnp.meshgrid(*[fg.tensor(x) for x in xs[:count]], indexing=indexing,
+                           sparse=sparse)
+        expected = np.meshgrid(*xs[:count], indexing=indexing, sparse=sparse)
         assert len(got) == len(expected)
         for g, e in zip(got, expected, strict=True):
             _check(g, e)

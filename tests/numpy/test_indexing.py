@@ -519,7 +519,8 @@ def test_at_get_fill_defaults_and_bad_modes():
 @pytest.mark.parametrize("method", ["set", "add", "mul", "divide", "max"])
 def test_at_complex_values_into_a_real_tensor_are_an_error(method):
     # they were cast to float32, dropping the imaginary part without a word
-    with pytest.raises(TypeError, match="complex values cannot update a float32 tensor"):
+    with pytest.raises(TypeError, match=rf"at\[\]\.{method}: complex values cannot update "
+                                        "a float32 tensor"):
         getattr(fg.zeros(3).at[0], method)(1j)
     got = getattr(fg.zeros(3, dtype=fg.complex64).at[0], method)(2j)
     want = {"set": 2j, "add": 2j, "mul": 0, "divide": 0, "max": 2j}[method]
@@ -594,3 +595,24 @@ def test_uint64_indices_beyond_int64_are_out_of_range():
     big = fg.tensor(np.array([2**32 + 1, -2**40], np.int64))
     assert fg.jit(lambda x, i: x[i])(x, big).tolist() == [90, 0]
     assert fg.jit(lambda x, i: x.at[i].add(1))(x, big).tolist() == x.tolist()
+
+
+def test_updates_selecting_nothing_compile():
+    # an empty scatter crashed IREE's compiler (AnnotateDispatches): x.at[n:] with n == len(x)
+    x = fg.arange(5).astype(fg.float32)
+
+    def updates(x, i, v):
+        return (x.at[3:3].set(2.5), x.at[10:20].mul(2.5), x.at[i].add(2.5), x.at[5:].set(v))
+
+    for got in fg.jit(updates)(x, fg.tensor(np.zeros(0, np.int32)), fg.zeros(0)):
+        assert got.tolist() == [0.0, 1.0, 2.0, 3.0, 4.0]
+
+
+def test_at_divide_power_subtract_errors_name_their_method():
+    # they named at[].mul / at[].add; divide built uint8 factors and overflowed on 300
+    u = fg.tensor(np.uint8([10, 20, 30]))
+    np.testing.assert_allclose(u.at[1].divide(300), [10, 20 / 300, 30], rtol=1e-6)
+    with pytest.raises(ValueError, match=r"at\[\]\.subtract: values has shape \(3,\)"):
+        fg.zeros(3).at[:2].subtract(fg.ones(3))
+    with pytest.raises(ValueError, match=r"at\[\]\.power: values has shape \(3,\)"):
+        fg.zeros(3).at[:2].power(fg.ones(3))

@@ -295,3 +295,31 @@ def test_linearize_through_a_while_loop_as_jax():
     np.testing.assert_allclose(f_jvp(fg.tensor([1.0, 2.0, -1.0])).numpy(), want_t.numpy())
     with pytest.raises(TypeError, match="Reverse-mode"):
         fg.grad(lambda x: f(x).sum())(x)
+
+
+def test_python_number_starts_take_the_bodys_dtype_under_jit_too():
+    # traced, a 0.0 start was a strong float32 and float16 xs never promoted it (eagerly and
+    # in JAX the carry is float16)
+    x16 = fg.tensor(np.array([1, 2, 3], np.float16))
+
+    def loops(x):
+        total, partial = fg.scan(lambda c, a: (c + a, c), 0.0, x)
+        looped = fg.fori_loop(0, 3, lambda i, c: c + x[i], 0.0)
+        _, waited = fg.while_loop(lambda c: c[0] < 3, lambda c: (c[0] + 1, c[1] + x[c[0]]),
+                                  (0, 0.0))
+        return total, partial, looped, waited
+
+    for got in (loops(x16), fg.jit(loops)(x16)):
+        assert [t.dtype for t in got] == [fg.float16] * 4
+        assert got[0].item() == 6.0 and got[3].item() == 6.0
+
+
+def test_fori_loop_index_has_the_bounds_dtype():
+    # int64 bounds gave an int32 index, refused as the value of an int64 carry
+    body = lambda i, c: i  # noqa: E731
+    got = fg.fori_loop(np.int64(0), np.int64(3), body, np.int64(0))
+    assert got.dtype == np.int64 and got.item() == 2
+    traced = fg.jit(lambda n: fg.fori_loop(np.int64(0), n, body, np.int64(0)))
+    assert traced(fg.tensor(np.int64(4))).item() == 3
+    with pytest.raises(TypeError, match="lower and upper must be integers"):
+        fg.fori_loop(0.0, 3, body, 0)
