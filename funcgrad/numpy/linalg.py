@@ -98,13 +98,15 @@ def cholesky(a, *, upper: bool = False, symmetrize_input: bool = True):
 
     Arguments: ``a`` symmetric (complex: Hermitian) positive definite, shape (..., n, n);
     ``symmetrize_input`` decomposes ``(a + a^H) / 2``, else only ``a``'s lower triangle is
-    read.  Not positive definite gives NaNs (as JAX).
+    read.  Not positive definite gives NaNs in the triangle (as JAX).
 
     >>> fnp.linalg.cholesky(fg.tensor([[4.0, 2.0], [2.0, 5.0]]))
     tensor([[2., 0.], [1., 2.]], dtype=float32)
     """
     a = _matrix("cholesky", a, square=True)
-    L = lax_linalg.cholesky(_symmetrize(a) if symmetrize_input else a)
+    # tril: the NaNs of a matrix that is not positive definite stay in the triangle, zeros
+    # above it, as JAX (the factorization's failure filled every entry)
+    L = _shape.tril(lax_linalg.cholesky(_symmetrize(a) if symmetrize_input else a))
     return _mH(L) if upper else L
 
 

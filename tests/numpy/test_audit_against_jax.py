@@ -156,3 +156,11 @@ def test_normalize_of_a_zero_vector_has_a_finite_gradient():
     grad = fg.grad(lambda x: F.normalize(x).sum())(fnp.zeros((1, 3)))
     np.testing.assert_allclose(grad, np.full((1, 3), 1e12))  # PyTorch's 1 / eps
     check_grads(F.normalize, (f64(np.random.default_rng(3).random((2, 3))),), order=2)
+
+
+def test_cholesky_of_a_matrix_not_positive_definite_keeps_zeros_above():
+    # every entry was NaN; JAX keeps the other triangle's zeros
+    a = f64([[1.0, 2.0], [2.0, 1.0]])
+    lower = fnp.linalg.cholesky(a).numpy()
+    assert np.isnan(lower[np.tril_indices(2)]).all() and lower[0, 1] == 0.0
+    assert fnp.linalg.cholesky(a, upper=True).numpy()[1, 0] == 0.0

@@ -134,7 +134,10 @@ def test_cholesky_eigh(shape, dtype):
 
 def test_cholesky_not_positive_definite_gives_nan():
     out = LA.cholesky(np.stack([np.eye(2), -np.eye(2)]))
-    assert np.all(np.isfinite(np.asarray(out[0]))) and np.all(np.isnan(np.asarray(out[1])))
+    # NaN in the lower triangle, zeros above, as JAX
+    failed = np.asarray(out[1])
+    assert np.all(np.isfinite(np.asarray(out[0])))
+    assert np.isnan(failed[np.tril_indices(2)]).all() and failed[0, 1] == 0
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.complex64])
