@@ -31,7 +31,7 @@ import safetensors.numpy as _safetensors_numpy
 from funcgrad import tree as _tree
 from funcgrad.core import dtypes
 from funcgrad.core.interpreter import Tracer
-from funcgrad.core.tensor import Tensor, asarray, tensor
+from funcgrad.core.tensor import Tensor, asarray, tensor, to_numpy_array
 
 __all__ = ["load", "save"]
 
@@ -133,7 +133,15 @@ def _host_array(name: str, leaf) -> np.ndarray:
     if isinstance(leaf, Tensor):
         array = np.asarray(leaf.numpy(), order="C")
     elif isinstance(leaf, np.ndarray):
-        array = np.asarray(leaf, order="C")
+        # fg.tensor's conversion: native byte order, and only dtypes funcgrad has (fg.load
+        # could not read back strings, datetimes, float8, int4 or long double)
+        try:
+            array = np.asarray(to_numpy_array(leaf), order="C")
+        except (TypeError, ValueError):
+            raise TypeError(f"fg.save: the leaf at {name!r} has dtype {leaf.dtype}, which "
+                            f"funcgrad has no tensors of; convert it to one of "
+                            f"{', '.join(d.name for d in dtypes.SUPPORTED)} or drop "
+                            "it") from None
     else:
         try:
             array = np.asarray(asarray(leaf).numpy(), order="C")
@@ -143,13 +151,6 @@ def _host_array(name: str, leaf) -> np.ndarray:
                             f"to an array ({error}); only arrays can be saved (convert it to "
                             "a NumPy array or Tensor, make it a static field or drop "
                             "it)") from None
-    if not array.dtype.isnative:  # big-endian data: stored in the file's little-endian
-        array = array.astype(array.dtype.newbyteorder("="))
-    if array.dtype not in dtypes.SUPPORTED:
-        # fg.load could not read it back (strings, datetimes, float8, int4, longdouble)
-        raise TypeError(f"fg.save: the leaf at {name!r} has dtype {array.dtype}, which "
-                        f"funcgrad has no tensors of; convert it to one of "
-                        f"{', '.join(d.name for d in dtypes.SUPPORTED)} or drop it")
     return array
 
 
