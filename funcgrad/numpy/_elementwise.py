@@ -517,11 +517,10 @@ def divmod_(x, y):
 def exp2(x):
     """2 ** x, elementwise."""
     (x,) = promote("exp2", x, to_inexact=True)
-    if dtypes.is_complex(x.dtype):  # parts scaled apart: (-inf + 0.5j) * ln 2 has a NaN
-        scale = math.log(2.0)
-        return exp(apply_elementwise("exp2", ew.complex_p, real(x) * scale,  # noqa: F821
-                                     imag(x) * scale))  # noqa: F821
-    return exp(x * math.log(2.0))  # noqa: F821
+    scale = math.log(2.0)
+    if dtypes.is_complex(x.dtype):  # (-inf + 0.5j) * ln 2 as a complex product has a NaN
+        return exp(_by_parts("exp2", x, lambda part: part * scale))  # noqa: F821
+    return exp(x * scale)  # noqa: F821
 
 
 def log2(x):
@@ -537,12 +536,16 @@ def log10(x):
 def _log_base(name, x, base):
     (x,) = promote(name, x, to_inexact=True)
     scale = math.log(base)
-    if dtypes.is_complex(x.dtype):
-        # each part divided by the real log(base): a complex division turns log(inf) =
-        # inf + 0j into inf + nan j
-        z = log(x)  # noqa: F821
-        return apply_elementwise(name, ew.complex_p, real(z) / scale, imag(z) / scale)  # noqa: F821
+    if dtypes.is_complex(x.dtype):  # a complex division turns inf + 0j into inf + nan j
+        return _by_parts(name, log(x), lambda part: part / scale)  # noqa: F821
     return log(x) / scale  # noqa: F821
+
+
+def _by_parts(name, z, scale):
+    """Complex ``z`` with ``scale`` applied to its real and imaginary parts apart: scaling
+    by a real number, which as a complex operation would make 0 * inf = NaN of an infinite
+    part."""
+    return apply_elementwise(name, ew.complex_p, scale(real(z)), scale(imag(z)))  # noqa: F821
 
 
 def logaddexp(x, y):
